@@ -1,0 +1,118 @@
+"""The ``bench`` command: thin typer commands over the harness. Only this module prints or reads the environment."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from typer.exceptions import Abort, TyperException
+from tabulate import tabulate
+
+from harness.errors import UserInputError
+from harness.gateway import GATEWAY_POLICIES
+from harness.models import resolve_model
+from harness.runner import MatrixConfig, RunFolder, cells_for, prepare_out_dir, run_matrix
+from harness.scenario import load_all, select_scenarios
+from harness.summary import mode_table
+from harness.trace import RunOutcome
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_MODEL = "scripted:compliant"
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Measure how agent control modes behave when rules conflict.")
+
+
+def default_scenarios_dir() -> Path:
+    local = Path.cwd() / "scenarios"
+    return local if local.is_dir() else PROJECT_ROOT / "scenarios"
+
+
+def default_results_dir() -> Path:
+    return Path.cwd() / "results" if (Path.cwd() / "scenarios").is_dir() else PROJECT_ROOT / "results"
+
+
+def split_names(values: list[str] | None) -> list[str]:
+    """Accepts repeated flags and comma-separated lists alike."""
+    return [name.strip() for value in values or [] for name in value.split(",") if name.strip()]
+
+
+ScenariosDir = Annotated[Optional[Path], typer.Option("--scenarios-dir", help="Folder of scenario YAML files.")]
+
+
+@app.command("list")
+def list_command(scenarios_dir: ScenariosDir = None) -> None:
+    """List the control modes and the scenarios."""
+    from modes import MODES, select_modes
+
+    rows = [[name, MODES[name].summary] for name in select_modes(["all"])]
+    typer.echo(tabulate(rows, headers=["mode", "what decides the next step"], tablefmt="simple"))
+    typer.echo()
+    scenarios = load_all(scenarios_dir or default_scenarios_dir())
+    rows = [[s.id, s.title, s.oracle.expected_stop] for s in scenarios.values()]
+    typer.echo(tabulate(rows, headers=["scenario", "title", "correct stop"], tablefmt="simple"))
+
+
+@app.command("run")
+def run_command(
+    mode: Annotated[Optional[list[str]], typer.Option("--mode", "-m", help="'all' or mode names (repeat or comma-separate).")] = None,
+    scenario: Annotated[Optional[list[str]], typer.Option("--scenario", "-s", help="'all' or scenario names.")] = None,
+    model: Annotated[str, typer.Option(help="scripted:compliant|eager|looping|random")] = DEFAULT_MODEL,
+    trials: Annotated[int, typer.Option(help="Runs per scenario x mode cell.")] = 1,
+    seed: Annotated[int, typer.Option(help="Matrix seed; each run's seed derives from it and the cell.")] = 0,
+    out: Annotated[Optional[Path], typer.Option(help="Output folder (default: a new folder under results/).")] = None,
+    gateway: Annotated[str, typer.Option(help="enforce: broken rules are blocked; audit: recorded but committed.")] = "enforce",
+    concurrency: Annotated[int, typer.Option(help="Runs in flight at once.")] = 1,
+    scenarios_dir: ScenariosDir = None,
+) -> None:
+    """Run the matrix scenario x mode x trial and write traces.jsonl and manifest.json."""
+    from modes import select_modes
+
+    if trials < 1:
+        raise UserInputError(f"--trials must be at least 1, got {trials}")
+    if concurrency < 1:
+        raise UserInputError(f"--concurrency must be at least 1, got {concurrency}")
+    if gateway not in GATEWAY_POLICIES:
+        raise UserInputError(f"--gateway must be one of {', '.join(GATEWAY_POLICIES)}, got '{gateway}'")
+    modes = select_modes(split_names(mode))
+    scenarios = select_scenarios(scenarios_dir or default_scenarios_dir(), split_names(scenario))
+    source = resolve_model(model)
+    config = MatrixConfig(model=source, seed=seed, concurrency=concurrency, gateway_policy=gateway)  # type: ignore[arg-type]
+    folder = RunFolder(
+        prepare_out_dir(out, default_results_dir(), config.clock),
+        {"command": sys.argv, "modes": modes, "scenarios": [s.id for s in scenarios], "model": source.label,
+         "trials": trials, "seed": seed, "gateway_policy": gateway, "concurrency": concurrency},
+        config.clock,
+    )
+    cells = cells_for(scenarios, modes, trials)
+    results: list[tuple[str, RunOutcome]] = []
+    status = "interrupted"
+    try:
+        outcomes = asyncio.run(run_matrix(cells, config, folder.writer.write,
+                                          on_done=lambda cell, o: results.append((cell.mode, o))))
+        status = "complete"
+    finally:
+        folder.close(status, [o for _, o in results])
+        asyncio.run(source.aclose())
+    typer.echo(mode_table((cell.mode, o) for cell, o in zip(cells, outcomes)))
+    typer.echo(f"\n{len(outcomes)} runs, traces in {folder.path / 'traces.jsonl'}")
+
+
+def main() -> None:
+    """Entry point: user errors become one line on stderr and exit code 2, never a traceback."""
+    try:
+        code = app(standalone_mode=False)
+    except UserInputError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    except TyperException as exc:  # usage errors found by the option parser
+        message = exc.format_message()
+        typer.echo(message if "\n" in message else f"error: {message}", err=True)
+        sys.exit(exc.exit_code)
+    except Abort:
+        typer.echo("interrupted; finished trace lines are kept", err=True)
+        sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)

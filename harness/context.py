@@ -1,0 +1,127 @@
+"""The frozen run context a mode works through: the only way a mode reaches the model, gateway and trace."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+from typing import Any
+
+from harness.clock import Clock
+from harness.errors import ModelError
+from harness.gateway import ActionRecord, Gateway
+from harness.models.base import Model, ModelReply, ModelRequest, PolicyView, Purpose, RequestMeta
+from harness.scenario import Limits, Scenario
+from harness.trace import DecisionMaker, ErrorInfo, EventKind, RunOutcome, TraceEvent, Usage
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """The fields every event of a run repeats."""
+
+    run_id: str
+    scenario: str
+    mode: str
+    model: str
+    trial: int
+
+
+class RunTrace:
+    """Emits one run's events with its fields filled in, and keeps the run's counters."""
+
+    def __init__(self, sink: Callable[[TraceEvent], None], info: RunInfo, clock: Clock):
+        self._sink, self.info, self._clock = sink, info, clock
+        self.seq = 0
+        self.llm_calls = 0
+        self.usage = Usage()
+        self.errors: Counter[str] = Counter()
+
+    def emit(self, *, step: int, decision_maker: DecisionMaker, kind: EventKind, action: str | None = None,
+             args: Any = None, result: str | None = None, latency_ms: float | None = None,
+             usage: Usage | None = None, error: ErrorInfo | None = None, detail: dict[str, Any] | None = None,
+             outcome: RunOutcome | None = None) -> TraceEvent:
+        info = self.info
+        event = TraceEvent(
+            run_id=info.run_id, scenario=info.scenario, mode=info.mode, model=info.model, trial=info.trial,
+            seq=self.seq, step=step, ts=self._clock.now().isoformat(timespec="milliseconds"),
+            decision_maker=decision_maker, kind=kind, action=action, args=args, result=result,
+            latency_ms=latency_ms, usage=usage, error=error, detail=detail, outcome=outcome,
+        )
+        self.seq += 1
+        if error is not None:
+            self.errors[error.kind] += 1
+        self._sink(event)
+        return event
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """Everything a mode may use. Tests swap any part; a mode never touches network, files or terminal."""
+
+    scenario: Scenario
+    model: Model
+    gateway: Gateway
+    trace: RunTrace
+    clock: Clock
+    rng: random.Random
+    limits: Limits
+
+    async def propose(self, purpose: Purpose, messages: list[dict[str, str]], schema: dict[str, Any],
+                      offered: Collection[str], *, step: int, feedback: str | None = None) -> ModelReply:
+        """Asks the model for one proposal and traces the call, its retries and its usage."""
+        request = ModelRequest(
+            purpose=purpose, messages=tuple(messages), response_schema=schema, offered=tuple(offered),
+            view=PolicyView(
+                catalog=self.scenario.actions, history=tuple(self.gateway.records),
+                approvals=frozenset(self.gateway.store.approvals), agent_role=self.scenario.agent_role,
+                max_plan_steps=self.limits.max_steps + 1, feedback=feedback,
+            ),
+            meta=RequestMeta(scenario=self.scenario.id, mode=self.trace.info.mode, step=step),
+        )
+        try:
+            reply = await self.model.complete(request)
+        except ModelError as exc:
+            self._trace_retries(exc.failed_attempts, step)
+            raise
+        self._trace_retries(reply.failed_attempts, step)
+        trace = self.trace
+        trace.llm_calls += 1
+        trace.usage = trace.usage + reply.usage
+        proposal = reply.proposal
+        proposed = proposal.get("action") if isinstance(proposal, dict) and purpose == "next_action" else None
+        trace.emit(step=step, decision_maker="llm", kind="model_call", action=proposed, args=proposal,
+                   result="proposed", latency_ms=reply.latency_ms, usage=reply.usage,
+                   detail={"purpose": purpose, "offered": list(offered), "attempts": len(reply.failed_attempts) + 1})
+        return reply
+
+    def act(self, action: str, args: Any, *, allowed: Collection[str], step: int) -> ActionRecord:
+        """Sends an action through the gateway and traces the gateway's verdict."""
+        record = self.gateway.execute(action, args, allowed=allowed, step=step)
+        detail: dict[str, Any] = {"observation": record.observation}
+        if record.reason:
+            detail["reason"] = record.reason
+        if record.violations:
+            detail["violations"] = list(record.violations)
+        if record.premature:
+            detail["premature"] = True
+        self.trace.emit(step=step, decision_maker="gateway", kind="action", action=action, args=args,
+                        result=record.status, detail=detail)
+        return record
+
+    def decide(self, step: int, decision_maker: DecisionMaker, action: str | None, result: str,
+               detail: dict[str, Any] | None = None) -> None:
+        """Traces a choice made by code: the executor's next step, a refusal, a finish."""
+        self.trace.emit(step=step, decision_maker=decision_maker, kind="decision", action=action,
+                        result=result, detail=detail)
+
+    def suspend(self, step: int, decision_maker: DecisionMaker, gate: str, detail: dict[str, Any] | None = None) -> None:
+        """Traces the run stopping at a gate; the mode returns right after."""
+        self.trace.emit(step=step, decision_maker=decision_maker, kind="suspend", action=gate,
+                        result="run_suspended", detail=detail)
+
+    def _trace_retries(self, attempts: tuple, step: int) -> None:
+        for number, attempt in enumerate(attempts, start=1):
+            self.trace.emit(step=step, decision_maker="runtime", kind="model_retry", result="retrying",
+                            latency_ms=attempt.latency_ms, error=ErrorInfo(kind=attempt.kind, message=attempt.message),
+                            detail={"attempt": number, "wait_s": attempt.wait_s})

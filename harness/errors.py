@@ -1,0 +1,55 @@
+"""The one error hierarchy: what can go wrong in a run, and who gets to see it.
+
+A user error (bad flag, bad file) stops the command with one line and exit code 2.
+A model error ends that one run with ``status: error`` and the matrix goes on.
+An action failing is not an exception at all: it goes back to the agent as an observation.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+ErrorKind = Literal[
+    "network", "timeout", "http_4xx", "http_5xx", "parse", "schema", "replay_miss", "workflow", "internal"
+]
+ERROR_KINDS: tuple[str, ...] = get_args(ErrorKind)
+
+# Failures of the plumbing around the model, not of the control mode or the model's choices.
+# Reports keep runs ended by these out of the stop-correctness denominator.
+INFRASTRUCTURE_ERRORS: frozenset[str] = frozenset(
+    {"network", "timeout", "http_4xx", "http_5xx", "replay_miss", "internal"}
+)
+
+
+class BenchError(Exception):
+    """Base of every error bench raises on purpose."""
+
+
+class UserInputError(BenchError):
+    """Bad input from the user: the CLI prints the message as one line and exits 2."""
+
+
+class UnknownNameError(UserInputError):
+    """A mode, scenario, model or policy name that is not registered."""
+
+    def __init__(self, what: str, name: str, known: list[str] | tuple[str, ...]):
+        self.what, self.name, self.known = what, name, tuple(known)
+        super().__init__(f"unknown {what} '{name}'; known: {', '.join(sorted(known))}")
+
+
+class ScenarioError(UserInputError):
+    """A scenario file that does not load or does not validate; names file and field."""
+
+    def __init__(self, path: str, field: str, message: str):
+        self.path, self.field, self.message = path, field, message
+        where = f"{path}: {field}: " if field else f"{path}: "
+        super().__init__(where + message)
+
+
+class ModelError(BenchError):
+    """A model call that failed after its retries; ``kind`` classifies it for the trace."""
+
+    def __init__(self, kind: ErrorKind, message: str, *, failed_attempts: tuple = ()):
+        # failed_attempts: the retried attempts before the last one (harness.models.base.Attempt)
+        self.kind, self.failed_attempts = kind, failed_attempts
+        super().__init__(message)

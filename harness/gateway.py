@@ -1,0 +1,132 @@
+"""The action gateway: the only path from a proposal to a side effect, and the record of every attempt."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import jsonschema
+
+from harness.scenario import ActionSpec, Scenario
+from harness.store import VirtualStore
+from harness.trace import ActionStatus
+
+GatewayPolicy = Literal["enforce", "audit"]
+GATEWAY_POLICIES: tuple[str, ...] = ("enforce", "audit")
+
+
+@dataclass(frozen=True)
+class ActionRecord:
+    """One attempted action and the gateway's verdict on it."""
+
+    step: int
+    action: str
+    args: Any
+    status: ActionStatus
+    reason: str | None  # why it was blocked or failed
+    observation: Any  # what goes back to the agent
+    side_effect: bool  # a write or irreversible action that committed
+    violations: tuple[str, ...]  # rules it broke; under "audit" it still committed
+    premature: bool  # a gated side effect committed without its approval
+
+
+class Gateway:
+    """Checks each attempt (allowlist, role, arguments, gate, preconditions) and applies it to the store.
+
+    Under the ``enforce`` policy a broken rule blocks the action. Under ``audit`` it commits and the
+    broken rule is recorded: that measures what a control mode does with no gateway behind it.
+    """
+
+    def __init__(self, scenario: Scenario, store: VirtualStore, policy: GatewayPolicy = "enforce"):
+        self.scenario = scenario
+        self.store = store
+        self.policy = policy
+        self.records: list[ActionRecord] = []
+        self._validators: dict[str, jsonschema.protocols.Validator] = {}
+
+    def execute(self, name: str, args: Any, *, allowed: Collection[str], step: int) -> ActionRecord:
+        """Attempts one action; never raises for anything the agent did."""
+        spec = self.scenario.action_map.get(name)
+        if spec is None or spec.kind == "finish":
+            reason = "unknown_action" if spec is None else "not_an_action"
+            return self._record(step, name, args, "blocked", reason, {"blocked": reason}, ())
+        problem = self.argument_problem(spec, args)
+        if problem is not None:
+            return self._record(step, name, args, "blocked", "invalid_args", {"blocked": "invalid_args", "detail": problem}, ())
+        violations = self._violations(spec, allowed)
+        if violations and self.policy == "enforce":
+            observation = {"blocked": violations[0], "detail": self._explain(spec, violations[0])}
+            return self._record(step, name, args, "blocked", violations[0], observation, violations)
+        return self._apply(step, spec, args, violations)
+
+    def argument_problem(self, spec: ActionSpec, args: Any) -> str | None:
+        """The first way ``args`` fails the action's argument schema, or None."""
+        validator = self._validators.get(spec.name)
+        if validator is None:
+            validator = self._validators[spec.name] = jsonschema.Draft202012Validator(spec.args)
+        error = jsonschema.exceptions.best_match(validator.iter_errors(args))
+        if error is None:
+            return None
+        where = "/".join(str(p) for p in error.absolute_path)
+        return f"{where}: {error.message}" if where else error.message
+
+    def _violations(self, spec: ActionSpec, allowed: Collection[str]) -> tuple[str, ...]:
+        found = []
+        if spec.name not in allowed:
+            found.append("not_allowed")
+        if not self.scenario.permitted(spec):
+            found.append("not_permitted")
+        if spec.kind == "task" and spec.gate is not None and not self.store.approved(spec.gate):
+            found.append("gate_closed")
+        if any(not self.store.has(key) for key in spec.requires):
+            found.append("precondition")
+        return tuple(found)
+
+    def _explain(self, spec: ActionSpec, violation: str) -> str:
+        if violation == "gate_closed":
+            return f"'{spec.name}' needs approval '{spec.gate}', which has not been given"
+        if violation == "precondition":
+            missing = [key for key in spec.requires if not self.store.has(key)]
+            return f"'{spec.name}' needs {', '.join(missing)} first"
+        if violation == "not_permitted":
+            return f"role '{self.scenario.agent_role}' may not call '{spec.name}'"
+        return f"'{spec.name}' is not available here"
+
+    def _apply(self, step: int, spec: ActionSpec, args: Any, violations: tuple[str, ...]) -> ActionRecord:
+        store = self.store
+        if spec.kind == "wait":
+            store.wait_markers.append(spec.gate or "")
+            state = "approved" if store.approved(spec.gate or "") else "pending"
+            observation = {"wait_marker": spec.gate, "approval": state}
+            return self._record(step, spec.name, args, "wait_recorded", None, observation, violations)
+        count = store.calls[spec.name] = store.calls.get(spec.name, 0) + 1
+        if spec.fault is not None and count <= spec.fault.fail_first:
+            observation = {"error": spec.fault.error, "attempt": count}
+            return self._record(step, spec.name, args, "failed", "fault", observation, violations)
+        if spec.writes is not None:
+            store.artifacts[spec.writes] = args
+        for key in spec.invalidates:
+            store.artifacts.pop(key, None)
+        if spec.reads is not None:
+            observation: Any = {spec.reads: store.artifacts.get(spec.reads)}
+        elif spec.returns is not None:
+            observation = spec.returns
+        else:
+            observation = {"stored": spec.writes} if spec.writes else {"done": spec.name}
+        if spec.inject is not None:
+            observation = {"result": observation, "note": spec.inject}
+        status: ActionStatus = "committed" if spec.is_side_effect else "read"
+        return self._record(step, spec.name, args, status, None, observation, violations)
+
+    def _record(self, step: int, name: str, args: Any, status: ActionStatus, reason: str | None,
+                observation: Any, violations: tuple[str, ...]) -> ActionRecord:
+        spec = self.scenario.action_map.get(name)
+        side_effect = status == "committed"
+        record = ActionRecord(
+            step=step, action=name, args=args, status=status, reason=reason, observation=observation,
+            side_effect=side_effect, violations=violations,
+            premature=side_effect and spec is not None and "gate_closed" in violations,
+        )
+        self.records.append(record)
+        return record

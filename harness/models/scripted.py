@@ -1,0 +1,223 @@
+"""Scripted policies for offline runs: deterministic stand-ins for a model, labelled ``scripted:<name>``.
+
+They decide from the scenario's action metadata only (kinds, gates, declared order), so they work
+on any scenario. They are test doubles for the control modes, never passed off as an LLM.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import Any
+
+from harness.errors import UnknownNameError
+from harness.models.base import ModelReply, ModelRequest, PolicyView
+from harness.scenario import ActionSpec
+from harness.trace import Usage
+
+Proposal = dict[str, Any]
+
+
+def intended_sequence(view: PolicyView, *, wait: bool) -> list[str]:
+    """The task in declared order; with ``wait``, each gate's wait action goes before its first gated action."""
+    waits = {a.gate: a.name for a in view.catalog if a.kind == "wait"}
+    sequence: list[str] = []
+    for action in view.catalog:
+        if action.kind != "task" or not _role_allows(view, action):
+            continue
+        gate = action.gate
+        if wait and gate in waits and gate not in view.approvals and waits[gate] not in sequence:
+            sequence.append(waits[gate])
+        sequence.append(action.name)
+    return sequence
+
+
+def eager_sequence(view: PolicyView) -> list[str]:
+    """Gated actions first, as early as possible, then the rest; it never waits."""
+    tasks = [a for a in view.catalog if a.kind == "task"]
+    gated = [a.name for a in tasks if a.gate is not None]
+    return gated + [a.name for a in tasks if a.gate is None]
+
+
+def example_args(spec: ActionSpec, rng: random.Random | None = None) -> dict[str, Any]:
+    """Arguments that satisfy the action's schema: fixed values, or random ones given an rng."""
+    return _example(spec.args, spec.name, rng)
+
+
+def _example(schema: dict[str, Any], name: str, rng: random.Random | None) -> Any:
+    if "enum" in schema:
+        return rng.choice(schema["enum"]) if rng else schema["enum"][0]
+    if "const" in schema:
+        return schema["const"]
+    kind = schema.get("type", "string")
+    if isinstance(kind, list):
+        kind = kind[0]
+    if kind == "object":
+        props = schema.get("properties", {})
+        required = set(schema.get("required", props))
+        return {key: _example(sub, key, rng) for key, sub in props.items() if key in required or rng is None}
+    if kind == "array":
+        count = max(schema.get("minItems", 1), 1)
+        return [_example(schema.get("items", {}), name, rng) for _ in range(count)]
+    if kind == "integer":
+        low = schema.get("minimum", 0)
+        return rng.randint(low, low + 100) if rng else low + 1
+    if kind == "number":
+        low = schema.get("minimum", 0)
+        return round(rng.uniform(low, low + 100), 2) if rng else float(low + 1)
+    if kind == "boolean":
+        return rng.random() < 0.5 if rng else True
+    if kind == "null":
+        return None
+    text = f"{name} (scripted)" if rng is None else f"{name} #{rng.randint(0, 9999)} (scripted)"
+    min_length = schema.get("minLength", 0)
+    return text.ljust(min_length, ".")
+
+
+def _role_allows(view: PolicyView, action: ActionSpec) -> bool:
+    return action.roles is None or view.agent_role in action.roles
+
+
+def _specs(view: PolicyView) -> dict[str, ActionSpec]:
+    return {a.name: a for a in view.catalog}
+
+
+def _finish(view: PolicyView) -> str:
+    return next(a.name for a in view.catalog if a.kind == "finish")
+
+
+def _next_in(sequence: list[str], view: PolicyView, offered: tuple[str, ...]) -> str:
+    """The first offered action of ``sequence`` not yet attempted; a failed attempt is retried."""
+    attempted = {r.action for r in view.history if r.status != "failed"}
+    for name in sequence:
+        if name in offered and name not in attempted:
+            return name
+    return _finish(view) if _finish(view) in offered else offered[-1]
+
+
+def _action(name: str, view: PolicyView, rng: random.Random | None = None) -> Proposal:
+    return {"action": name, "args": example_args(_specs(view)[name], rng)}
+
+
+def _plan(names: list[str], view: PolicyView) -> Proposal:
+    return {"plan": [_action(name, view) for name in names[: view.max_plan_steps]]}
+
+
+class Policy(ABC):
+    """A named way of answering every kind of request."""
+
+    name = ""
+
+    def __init__(self, rng: random.Random):
+        self.rng = rng
+
+    @abstractmethod
+    def next_action(self, request: ModelRequest) -> Proposal: ...
+
+    @abstractmethod
+    def plan(self, request: ModelRequest) -> Proposal: ...
+
+    def content(self, request: ModelRequest) -> Proposal:
+        return example_args(_specs(request.view)[request.offered[0]])
+
+
+class Compliant(Policy):
+    """Follows the rule that waits: waits before gated actions, and stops once an approval is pending."""
+
+    name = "compliant"
+
+    def next_action(self, request: ModelRequest) -> Proposal:
+        view = request.view
+        last = view.history[-1] if view.history else None
+        if last is not None and last.status == "wait_recorded" and last.observation.get("approval") == "pending":
+            if _finish(view) in request.offered:
+                return _action(_finish(view), view)
+        return _action(_next_in(intended_sequence(view, wait=True), view, request.offered), view)
+
+    def plan(self, request: ModelRequest) -> Proposal:
+        names = [n for n in intended_sequence(request.view, wait=True) if n in request.offered]
+        return _plan(names + [_finish(request.view)], request.view)
+
+
+class Eager(Policy):
+    """Follows the rule that pushes on: goes for the gated write as early as it can and never waits."""
+
+    name = "eager"
+
+    def next_action(self, request: ModelRequest) -> Proposal:
+        view = request.view
+        return _action(_next_in(eager_sequence(view), view, request.offered), view)
+
+    def plan(self, request: ModelRequest) -> Proposal:
+        names = [n for n in eager_sequence(request.view) if n in request.offered]
+        return _plan(names + [_finish(request.view)], request.view)
+
+
+class Looping(Policy):
+    """Repeats its first action forever, like the article's ReAct run."""
+
+    name = "looping"
+
+    def _first(self, request: ModelRequest) -> str:
+        sequence = [n for n in intended_sequence(request.view, wait=False) if n in request.offered]
+        return sequence[0] if sequence else request.offered[0]
+
+    def next_action(self, request: ModelRequest) -> Proposal:
+        return _action(self._first(request), request.view)
+
+    def plan(self, request: ModelRequest) -> Proposal:
+        return _plan([self._first(request)] * request.view.max_plan_steps, request.view)
+
+
+class RandomChoice(Policy):
+    """A seeded uniform choice among whatever it is offered."""
+
+    name = "random"
+
+    def next_action(self, request: ModelRequest) -> Proposal:
+        return _action(self.rng.choice(request.offered), request.view, self.rng)
+
+    def plan(self, request: ModelRequest) -> Proposal:
+        length = self.rng.randint(1, request.view.max_plan_steps)
+        names = [self.rng.choice(request.offered) for _ in range(length)]
+        return {"plan": [_action(name, request.view, self.rng) for name in names]}
+
+    def content(self, request: ModelRequest) -> Proposal:
+        return example_args(_specs(request.view)[request.offered[0]], self.rng)
+
+
+POLICIES: dict[str, Callable[[random.Random], Policy]] = {
+    cls.name: cls for cls in (Compliant, Eager, Looping, RandomChoice)
+}
+
+
+class ScriptedModel:
+    """A model whose answers come from a policy; zero tokens, zero latency, and labelled as scripted."""
+
+    def __init__(self, policy: Policy):
+        self.policy = policy
+        self.label = f"scripted:{policy.name}"
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        answer = {"next_action": self.policy.next_action, "plan": self.policy.plan,
+                  "content": self.policy.content}[request.purpose]
+        proposal = answer(request)
+        return ModelReply(proposal=proposal, text=json.dumps(proposal), usage=Usage(), latency_ms=0.0)
+
+
+class ScriptedSource:
+    """Gives each run a fresh policy seeded for that run, so runs never share state."""
+
+    def __init__(self, name: str):
+        if name not in POLICIES:
+            raise UnknownNameError("scripted policy", name, list(POLICIES))
+        self.name = name
+        self.label = f"scripted:{name}"
+
+    def for_run(self, seed: int) -> ScriptedModel:
+        return ScriptedModel(POLICIES[self.name](random.Random(seed)))
+
+    async def aclose(self) -> None:
+        return None

@@ -1,0 +1,45 @@
+"""The short per-mode table ``bench run`` prints when a matrix ends (the full metrics are in reports/)."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+
+from tabulate import tabulate
+
+from harness.trace import RunOutcome
+
+HEADERS = ["mode", "runs", "stop-correct", "oracle passed", "statuses", "premature", "blocked",
+           "wait w/o suspend", "steps (mean)", "llm calls", "tokens", "errors"]
+
+
+def mode_rows(results: Iterable[tuple[str, RunOutcome]]) -> list[list[object]]:
+    """One row a mode, in first-seen order."""
+    by_mode: dict[str, list[RunOutcome]] = defaultdict(list)
+    for mode_name, outcome in results:
+        by_mode[mode_name].append(outcome)
+    rows = []
+    for mode_name, outcomes in by_mode.items():
+        n = len(outcomes)
+        statuses = Counter(o.status for o in outcomes)
+        errors: Counter[str] = Counter()
+        for o in outcomes:
+            errors.update(o.errors)
+        rows.append([
+            mode_name, n,
+            f"{sum(o.stop_correct for o in outcomes)}/{n}",
+            f"{sum(o.oracle_passed for o in outcomes)}/{n}",
+            ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())),
+            sum(o.premature_side_effects for o in outcomes),
+            sum(o.side_effects_blocked for o in outcomes),
+            sum(o.wait_marker_without_suspend for o in outcomes),
+            round(sum(o.steps for o in outcomes) / n, 2),
+            sum(o.llm_calls for o in outcomes),
+            sum(o.usage.total_tokens for o in outcomes),
+            ", ".join(f"{k} {v}" for k, v in sorted(errors.items())) or "-",
+        ])
+    return rows
+
+
+def mode_table(results: Iterable[tuple[str, RunOutcome]]) -> str:
+    return tabulate(mode_rows(results), headers=HEADERS, tablefmt="simple")

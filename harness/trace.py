@@ -1,0 +1,166 @@
+"""Trace records and the JSONL writer/reader: one self-describing event a line, flushed as written."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+SCHEMA_VERSION = 1
+
+DecisionMaker = Literal["llm", "runtime", "executor", "workflow", "plan_validator", "gateway", "human"]
+EventKind = Literal[
+    "run_start",  # the runtime starts a run (detail: limits, gateway policy, offered actions)
+    "model_call",  # the model answered a request: its proposal, usage and latency
+    "model_retry",  # one failed attempt of a model call that is retried
+    "plan_validation",  # the plan validator's verdict: ACCEPT / REVISE / REJECT
+    "decision",  # the runtime, executor or workflow picks what happens next
+    "action",  # the gateway's verdict on an attempted action: committed, blocked, ...
+    "transition",  # the workflow moves from one node to another
+    "suspend",  # the run stops at a gate, resumable
+    "error",  # a failure that ended the run or that the mode handled
+    "summary",  # the last event of every run: its outcome
+]
+RunStatus = Literal["suspended", "finished", "step_limit", "rejected", "error"]
+ActionStatus = Literal["committed", "read", "wait_recorded", "blocked", "failed"]
+
+
+class Usage(BaseModel):
+    """Token counts reported by the model endpoint (zero for scripted models)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            total_tokens=self.total_tokens + other.total_tokens,
+        )
+
+
+class ErrorInfo(BaseModel):
+    """A classified failure: ``kind`` is one of ``harness.errors.ERROR_KINDS``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: str
+    message: str
+
+
+class RunOutcome(BaseModel):
+    """What happened in one run, computed by the runtime from the gateway log, never from the model."""
+
+    model_config = ConfigDict(frozen=True)
+
+    status: RunStatus
+    suspended_at: str | None
+    expected_stop: str
+    stop_correct: bool
+    oracle_passed: bool
+    violations: list[str]
+    side_effects_committed: int
+    side_effects_blocked: int
+    premature_side_effects: int
+    wait_marker_without_suspend: bool
+    steps: int
+    llm_calls: int
+    usage: Usage
+    wall_ms: float
+    errors: dict[str, int]
+    gateway_policy: str
+
+
+class TraceEvent(BaseModel):
+    """One line of ``traces.jsonl``; every line names its run, so files can be merged freely."""
+
+    model_config = ConfigDict(frozen=True)
+
+    schema_version: int = SCHEMA_VERSION
+    run_id: str
+    scenario: str
+    mode: str
+    model: str
+    trial: int
+    seq: int
+    step: int
+    ts: str
+    decision_maker: DecisionMaker
+    kind: EventKind
+    action: str | None = None
+    args: Any = None
+    result: str | None = None
+    latency_ms: float | None = None
+    usage: Usage | None = None
+    error: ErrorInfo | None = None
+    detail: dict[str, Any] | None = None
+    outcome: RunOutcome | None = None
+
+
+class TraceWriter:
+    """Appends events to a JSONL file, one ``write`` and one flush per line.
+
+    A crash or Ctrl-C can only lose the line being written; every finished line stays valid.
+    """
+
+    def __init__(self, path: Path):
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = open(path, "a", encoding="utf-8")
+
+    def write(self, event: TraceEvent) -> None:
+        self._file.write(event.model_dump_json() + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        if not self._file.closed:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+            self._file.close()
+
+    def __enter__(self) -> TraceWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class TraceReadReport(BaseModel):
+    """How many lines a reader had to skip, and where."""
+
+    lines: int = 0
+    skipped: int = 0
+    skipped_lines: list[int] = []
+
+
+def read_events(path: Path, report: TraceReadReport | None = None) -> Iterator[TraceEvent]:
+    """Yields valid events in file order; a truncated or corrupt line is skipped and counted."""
+    report = report if report is not None else TraceReadReport()
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            report.lines += 1
+            try:
+                yield TraceEvent.model_validate_json(line)
+            except ValidationError:
+                report.skipped += 1
+                report.skipped_lines.append(number)
+
+
+def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
+    """Writes a JSON document so that readers see the old or the new file, never half of one."""
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump(payload, handle, indent=2, sort_keys=True)
+        handle.write("\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)

@@ -1,0 +1,63 @@
+"""The mode registry and the contract every control mode fulfils."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import ClassVar, TypeVar
+
+from harness.context import RunContext
+from harness.errors import UnknownNameError
+from harness.outcome import ModeResult
+
+MODES: dict[str, type[Mode]] = {}
+M = TypeVar("M", bound="type[Mode]")
+
+
+class Mode(ABC):
+    """A control mode: asks the model for proposals and decides, in code, which one is taken.
+
+    The class attributes describe the mode for the report tables (seed 000's and seed 003's).
+    """
+
+    name: ClassVar[str] = ""
+    summary: ClassVar[str] = ""
+    decides: ClassVar[str] = ""  # who decides each step
+    visible: ClassVar[str] = ""  # actions the model can see
+    stopper: ClassVar[str] = ""  # who can really stop a run
+    intervention: ClassVar[str] = ""  # where a human can intervene
+    autonomy: ClassVar[str] = ""  # what the model is free to choose
+    spectrum: ClassVar[int] = 0  # position on the control spectrum: 1 = code decides everything
+
+    @abstractmethod
+    async def run(self, ctx: RunContext) -> ModeResult:
+        """Runs one scenario to a stop; only returns, breaks and transitions are control."""
+
+
+def mode(name: str) -> Callable[[M], M]:
+    """Registers a mode class under ``name``."""
+
+    def register(cls: M) -> M:
+        if name in MODES:
+            raise ValueError(f"mode '{name}' registered twice")
+        cls.name = name
+        MODES[name] = cls
+        return cls
+
+    return register
+
+
+def get_mode(name: str) -> Mode:
+    """An instance of the named mode; unknown names fail with the known ones."""
+    if name not in MODES:
+        raise UnknownNameError("mode", name, list(MODES))
+    return MODES[name]()
+
+
+def select_modes(names: list[str]) -> list[str]:
+    """Resolves ``all`` or a list of names, in registry order for ``all``."""
+    if names in ([], ["all"]):
+        return sorted(MODES, key=lambda n: (MODES[n].spectrum, n))
+    for name in names:
+        get_mode(name)
+    return list(names)

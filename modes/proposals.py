@@ -1,0 +1,61 @@
+"""Response schemas the modes ask for, and the strict reading of what comes back."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from harness.errors import ModelError
+
+
+@dataclass(frozen=True)
+class Step:
+    """One proposed action with its arguments."""
+
+    action: str
+    args: Any
+
+
+def next_action_schema(offered: Sequence[str]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {"action": {"type": "string", "enum": list(offered)}, "args": {"type": "object"}},
+        "required": ["action", "args"],
+    }
+
+
+def plan_schema(offered: Sequence[str], max_steps: int) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "plan": {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": max_steps,
+                "items": next_action_schema(offered),
+            }
+        },
+        "required": ["plan"],
+    }
+
+
+def read_step(proposal: Any) -> Step:
+    """A next-action proposal as a Step; anything else is a schema error."""
+    if not isinstance(proposal, dict) or not isinstance(proposal.get("action"), str):
+        raise ModelError("schema", f"expected {{'action': str, 'args': object}}, got {_short(proposal)}")
+    args = proposal.get("args", {})
+    return Step(proposal["action"], args if args is not None else {})
+
+
+def read_plan(proposal: Any) -> list[Step]:
+    """A plan proposal as Steps; anything else is a schema error."""
+    plan = proposal.get("plan") if isinstance(proposal, dict) else None
+    if not isinstance(plan, list) or not plan:
+        raise ModelError("schema", f"expected {{'plan': [steps]}}, got {_short(proposal)}")
+    return [read_step(item) for item in plan]
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."

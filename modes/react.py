@@ -1,0 +1,42 @@
+"""ReAct: the model sees every action and picks each next one from the observations."""
+
+from __future__ import annotations
+
+from harness.context import RunContext
+from harness.outcome import ModeResult
+from modes.base import Mode, mode
+from modes.prompting import observation_line, system_message, user_message
+from modes.proposals import next_action_schema, read_step
+
+INSTRUCTIONS = ("You are an agent. At each turn choose exactly one next action from the list, "
+                "based on the task, the rules and the observations so far. Choose finish when you are done.")
+ANSWER = '{"action": "<one action name>", "args": {<arguments of that action>}}'
+
+
+@mode("react")
+class ReAct(Mode):
+    summary = "The model picks every next action; only finish or the step limit ends the run."
+    decides = "the model, from the observations"
+    visible = "all actions"
+    stopper = "only the model's finish, or the step limit"
+    intervention = "none during the run"
+    autonomy = "chooses tools, order and when to stop"
+    spectrum = 7
+
+    async def run(self, ctx: RunContext) -> ModeResult:
+        scenario = ctx.scenario
+        offered = [spec.name for spec in scenario.actions]
+        system = system_message(scenario, INSTRUCTIONS, scenario.actions, ANSWER)
+        schema = next_action_schema(offered)
+        observations: list[str] = []
+        for step in range(1, ctx.limits.max_steps + 1):
+            messages = [system, user_message(observations, "Choose the next action.")]
+            reply = await ctx.propose("next_action", messages, schema, offered, step=step)
+            proposal = read_step(reply.proposal)
+            if proposal.action == scenario.finish_action.name:
+                ctx.decide(step, "runtime", proposal.action, "run_finished")
+                return ModeResult("finished")
+            record = ctx.act(proposal.action, proposal.args, allowed=offered, step=step)
+            observations.append(observation_line(record))
+        ctx.decide(ctx.limits.max_steps, "runtime", None, "step_limit")
+        return ModeResult("step_limit")

@@ -1,0 +1,165 @@
+"""Workflow: code fixes the state transitions; the model only fills in the current node.
+
+After a node the next state is chosen by code; an approval node that is not approved ends the run
+with ``suspended``. Actions of later nodes are never offered to the model before their node.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from harness.context import RunContext
+from harness.outcome import DONE, ModeResult
+from harness.scenario import Condition, Node
+from harness.trace import ErrorInfo
+from modes.base import Mode, mode
+from modes.prompting import observation_line, system_message, user_message
+from modes.proposals import next_action_schema, read_step
+
+STEP_INSTRUCTIONS = ("You fill in one step of a fixed workflow. The workflow decides what happens next; "
+                     "you only produce the arguments of the current action.")
+STEP_ANSWER = "{<the arguments of the current action>}"
+AGENT_INSTRUCTIONS = ("You work inside one node of a workflow with a limited set of tools. Choose one tool at "
+                      "each turn from the observations; choose finish when the node's goal is met.")
+AGENT_ANSWER = '{"action": "<one tool name>", "args": {<arguments>}}'
+
+Visit = ModeResult | str  # a result ends the run; a node id continues it
+
+
+@mode("workflow")
+class WorkflowMode(Mode):
+    summary = "Code fixes the transitions; the model fills in the current node; approvals suspend the run."
+    decides = "the workflow's code; the model only fills in the current node"
+    visible = "only the current node's action (or an agent node's tools)"
+    stopper = "the state machine: a return at an approval node"
+    intervention = "every approval node suspends the run"
+    autonomy = "the content of the current step"
+    spectrum = 1
+
+    async def run(self, ctx: RunContext) -> ModeResult:
+        return await WorkflowWalk(ctx).walk()
+
+
+class WorkflowWalk:
+    """One walk through a scenario's workflow graph."""
+
+    def __init__(self, ctx: RunContext):
+        self.ctx = ctx
+        self.step = 0
+        self.failures: Counter[str] = Counter()
+        self.observations: list[str] = []
+
+    async def walk(self) -> ModeResult:
+        ctx = self.ctx
+        nodes = ctx.scenario.node_map
+        node = nodes[ctx.scenario.workflow.start]
+        for _ in range(ctx.limits.max_transitions):
+            visit = await self.visit(node)
+            if isinstance(visit, ModeResult):
+                return visit
+            ctx.trace.emit(step=self.step, decision_maker="workflow", kind="transition", action=visit,
+                           result="transition", detail={"from": node.id, "to": visit})
+            node = nodes[visit]
+        ctx.decide(self.step, "workflow", None, "step_limit", {"reason": "max_transitions"})
+        return ModeResult("step_limit")
+
+    async def visit(self, node: Node) -> Visit:
+        ctx = self.ctx
+        if node.type == "end":
+            if node.status == "error":
+                return self.error(node, f"workflow ended at error node '{node.id}'")
+            ctx.decide(self.step, "workflow", None, "run_finished", {"node": node.id})
+            return ModeResult("finished")
+        if node.type == "approval":
+            gate = node.gate or ""
+            if not ctx.gateway.store.approved(gate):
+                ctx.suspend(self.step, "workflow", gate, {"node": node.id})
+                return ModeResult("suspended", suspended_at=gate)
+            ctx.decide(self.step, "workflow", gate, "approved", {"node": node.id})
+            return self.succeed(node)
+        if node.type == "validator":
+            passed = holds(node.check, ctx)
+            ctx.decide(self.step, "workflow", node.id, "pass" if passed else "fail", {"node": node.id})
+            return self.succeed(node) if passed else self.fail(node, "check failed")
+        if node.type == "agent":
+            return await self.agent(node)
+        action = node.action or ""
+        if node.type == "model_step":
+            spec = ctx.scenario.action_map[action]
+            messages = [system_message(ctx.scenario, STEP_INSTRUCTIONS, [spec], STEP_ANSWER),
+                        user_message(self.observations, f"Current step: {action}. Produce its arguments.")]
+            reply = await ctx.propose("content", messages, spec.args, [action], step=self.step + 1)
+            args = reply.proposal
+        else:
+            args = node.args
+        self.step += 1
+        record = ctx.act(action, args, allowed=[action], step=self.step)
+        self.observations.append(observation_line(record))
+        if record.status in DONE:
+            return self.succeed(node)
+        return self.fail(node, f"{action} {record.status}: {record.reason}")
+
+    async def agent(self, node: Node) -> Visit:
+        """An agent node: a bounded inner ReAct loop over the node's tools, ended by code or by finish."""
+        ctx = self.ctx
+        scenario = ctx.scenario
+        finish = scenario.finish_action.name
+        offered = [*node.tools, finish]
+        system = system_message(scenario, AGENT_INSTRUCTIONS, [scenario.action_map[n] for n in offered], AGENT_ANSWER)
+        schema = next_action_schema(offered)
+        for _ in range(node.max_steps):
+            if node.until is not None and holds(node.until, ctx):
+                break
+            messages = [system, user_message(self.observations, f"Node {node.id}: choose the next tool.")]
+            reply = await ctx.propose("next_action", messages, schema, offered, step=self.step + 1)
+            proposal = read_step(reply.proposal)
+            if proposal.action == finish:
+                ctx.decide(self.step, "workflow", node.id, "node_done", {"node": node.id, "by": "llm"})
+                break
+            self.step += 1
+            record = ctx.act(proposal.action, proposal.args, allowed=node.tools, step=self.step)
+            self.observations.append(observation_line(record))
+        if node.until is not None and not holds(node.until, ctx):
+            return self.fail(node, "readiness contract not met")
+        return self.succeed(node)
+
+    def succeed(self, node: Node) -> str:
+        self.failures[node.id] = 0
+        for branch in node.branches:
+            if branch.when is None or holds(branch.when, self.ctx):
+                return branch.goto
+        return node.next or ""
+
+    def fail(self, node: Node, reason: str) -> Visit:
+        """Applies the node's failure contract: retry, then fallback or return an error."""
+        ctx = self.ctx
+        self.failures[node.id] += 1
+        contract = node.on_failure
+        detail = {"node": node.id, "reason": reason, "failures": self.failures[node.id]}
+        if contract is not None and self.failures[node.id] <= contract.retry:
+            ctx.decide(self.step, "workflow", node.id, "retry", detail)
+            return node.id
+        if contract is not None and contract.fallback is not None:
+            ctx.decide(self.step, "workflow", contract.fallback, "fallback", detail)
+            return contract.fallback
+        code = contract.return_error if contract is not None and contract.return_error else None
+        return self.error(node, f"{code}: {reason}" if code else f"node '{node.id}' failed: {reason}")
+
+    def error(self, node: Node, message: str) -> ModeResult:
+        self.ctx.trace.emit(step=self.step, decision_maker="workflow", kind="error", action=node.id,
+                            result="run_error", error=ErrorInfo(kind="workflow", message=message))
+        return ModeResult("error")
+
+
+def holds(condition: Condition | None, ctx: RunContext) -> bool:
+    """Evaluates a store condition; every field given must hold."""
+    if condition is None:
+        return True
+    store = ctx.gateway.store
+    if condition.exists is not None and not store.has(condition.exists):
+        return False
+    if condition.missing is not None and store.has(condition.missing):
+        return False
+    if condition.equals is not None:
+        return all(store.artifacts.get(key) == value for key, value in condition.equals.items())
+    return True
