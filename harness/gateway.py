@@ -101,7 +101,7 @@ class Gateway:
             observation = {"wait_marker": spec.gate, "approval": state}
             return self._record(step, spec.name, args, "wait_recorded", None, observation, violations)
         count = store.calls[spec.name] = store.calls.get(spec.name, 0) + 1
-        if spec.fault is not None and count <= spec.fault.fail_first:
+        if spec.fault is not None and spec.fault.fails(count, store.artifacts):
             observation = {"error": spec.fault.error, "attempt": count}
             return self._record(step, spec.name, args, "failed", "fault", observation, violations)
         if spec.writes is not None:

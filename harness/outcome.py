@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from harness.checks import DONE, content_violations
 from harness.gateway import Gateway
 from harness.scenario import Scenario
 from harness.trace import RunOutcome, RunStatus, Usage
 
-DONE = ("committed", "read")  # statuses of an action that took effect
+__all__ = ["DONE", "ModeResult", "judge"]
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ def judge(scenario: Scenario, gateway: Gateway, result: ModeResult, *, llm_calls
             first_after = done_order.index(check.after)
             if check.before not in done_order[:first_after]:
                 violations.append(f"order:{check.before}<{check.after}")
+    violations.extend(content_violations(oracle.checks, records))
 
     return RunOutcome(
         status=result.status,

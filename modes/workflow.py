@@ -153,13 +153,4 @@ class WorkflowWalk:
 
 def holds(condition: Condition | None, ctx: RunContext) -> bool:
     """Evaluates a store condition; every field given must hold."""
-    if condition is None:
-        return True
-    store = ctx.gateway.store
-    if condition.exists is not None and not store.has(condition.exists):
-        return False
-    if condition.missing is not None and store.has(condition.missing):
-        return False
-    if condition.equals is not None:
-        return all(store.artifacts.get(key) == value for key, value in condition.equals.items())
-    return True
+    return condition is None or condition.holds(ctx.gateway.store.artifacts)
