@@ -56,6 +56,34 @@ def list_command(scenarios_dir: ScenariosDir = None) -> None:
     typer.echo(tabulate(rows, headers=["scenario", "title", "correct stop"], tablefmt="simple"))
 
 
+@app.command("check-scenarios")
+def check_scenarios_command(scenarios_dir: ScenariosDir = None) -> None:
+    """Sanity-check every scenario: its reference path meets its oracle; scripted:eager fares as declared."""
+    from harness.sanity import check_scenario
+    from modes import select_modes
+
+    modes = select_modes(["all"])
+    reports = [check_scenario(s, modes) for s in load_all(scenarios_dir or default_scenarios_dir()).values()]
+    rows = [[r.scenario, r.reference.suspended_at or r.reference.status,
+             f"{sum(e.met for e in r.expectations)}/{len(r.expectations)}", "ok" if r.passed else "FAILED"]
+            for r in reports]
+    typer.echo(tabulate(rows, headers=["scenario", "reference stops at", "eager verdicts met", "sanity"],
+                        tablefmt="simple"))
+    for report in reports:
+        for problem in report.problems:
+            typer.echo(f"{report.scenario}: {problem}", err=True)
+    if not all(report.passed for report in reports):
+        raise typer.Exit(1)
+
+
+@app.command("schema")
+def schema_command() -> None:
+    """Print the scenario format as JSON Schema (the shipped scenarios/schema/scenario.schema.json)."""
+    from harness.scenario import scenario_schema_text
+
+    typer.echo(scenario_schema_text(), nl=False)
+
+
 @app.command("run")
 def run_command(
     mode: Annotated[Optional[list[str]], typer.Option("--mode", "-m", help="'all' or mode names (repeat or comma-separate).")] = None,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import operator
 from collections.abc import Callable, Mapping
 from functools import cached_property
@@ -369,6 +370,11 @@ def scenario_json_schema() -> dict[str, Any]:
     """The scenario format as a JSON Schema, generated from the models (shipped in scenarios/schema/)."""
     schema = Scenario.model_json_schema()
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
+
+
+def scenario_schema_text() -> str:
+    """The JSON Schema as the text of the shipped file (``bench schema`` prints it)."""
+    return json.dumps(scenario_json_schema(), indent=2, ensure_ascii=False) + "\n"
 
 
 def scenario_files(folder: Path) -> list[Path]:
