@@ -94,17 +94,22 @@ async def run_cell(cell: Cell, config: MatrixConfig, sink: Callable[[TraceEvent]
 
 async def run_matrix(cells: list[Cell], config: MatrixConfig, sink: Callable[[TraceEvent], None],
                      on_done: Callable[[Cell, RunOutcome], None] | None = None) -> list[RunOutcome]:
-    """Runs every cell, at most ``config.concurrency`` at a time; results come back in cell order."""
-    gate = asyncio.Semaphore(max(1, config.concurrency))
+    """Runs every cell with ``config.concurrency`` workers; results come back in cell order.
 
-    async def one(cell: Cell) -> RunOutcome:
-        async with gate:
-            outcome = await run_cell(cell, config, sink)
-        if on_done is not None:
-            on_done(cell, outcome)
-        return outcome
+    Workers pull cells one at a time, so a large matrix never holds more than ``concurrency`` runs in memory.
+    """
+    outcomes: list[RunOutcome | None] = [None] * len(cells)
+    pending = iter(enumerate(cells))
 
-    return list(await asyncio.gather(*(one(cell) for cell in cells)))
+    async def worker() -> None:
+        for index, cell in pending:
+            outcomes[index] = outcome = await run_cell(cell, config, sink)
+            if on_done is not None:
+                on_done(cell, outcome)
+            await asyncio.sleep(0)  # a scripted run never suspends; this lets Ctrl-C cancel between runs
+
+    await asyncio.gather(*(worker() for _ in range(max(1, min(config.concurrency, len(cells))))))
+    return [outcome for outcome in outcomes if outcome is not None]
 
 
 # ---------------------------------------------------------------- a run folder
