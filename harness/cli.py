@@ -129,6 +129,48 @@ def run_command(
     typer.echo(f"\n{len(outcomes)} runs, traces in {folder.path / 'traces.jsonl'}")
 
 
+@app.command("report")
+def report_command(
+    dirs: Annotated[list[Path], typer.Argument(help="Run folders (or traces.jsonl files) to report on.", show_default=False)],
+    formats: Annotated[str, typer.Option("--format", help="Comma-separated: md, csv, latex, html.")] = "md,csv,latex,html",
+    out: Annotated[Optional[Path], typer.Option(help="Output folder (default: the first DIR's report/).")] = None,
+    by: Annotated[str, typer.Option(help="Main table and figures per mode, scenario (mode x scenario) or model (model x mode).")] = "mode",
+) -> None:
+    """Tables, figures and a self-contained HTML page from the traces of one or more runs."""
+    from reports.report import build_report, parse_formats, parse_grouping
+    from reports.tables import to_terminal
+
+    result = build_report(dirs, out, parse_formats(formats), parse_grouping(by))
+    for line in result.warnings:
+        typer.echo(f"warning: {line}", err=True)
+    typer.echo(to_terminal(result.main))
+    typer.echo(f"\n{result.lines} lines read, {len(result.skipped)} skipped; {result.runs} runs "
+               f"({result.incomplete} incomplete); report in {result.out}")
+
+
+@app.command("compare")
+def compare_command(
+    dir_a: Annotated[Path, typer.Argument(help="The baseline run folder (A).", show_default=False)],
+    dir_b: Annotated[Path, typer.Argument(help="The run folder to check (B).", show_default=False)],
+    by: Annotated[str, typer.Option(help="Compare per mode, scenario (mode x scenario) or model (model x mode).")] = "mode",
+) -> None:
+    """The same metrics for two runs side by side; exit 1 if a stop-correct rate dropped or premature side effects rose."""
+    from reports.compare import compare
+    from reports.report import parse_grouping
+    from reports.tables import to_terminal
+
+    comparison = compare([dir_a], [dir_b], parse_grouping(by))
+    for side, skipped in (("A", comparison.skipped_a), ("B", comparison.skipped_b)):
+        if skipped:
+            typer.echo(f"warning: {side}: {skipped} corrupt or truncated lines skipped", err=True)
+    typer.echo(to_terminal(comparison.table()))
+    typer.echo()
+    typer.echo(to_terminal(comparison.verdicts()))
+    if comparison.regressed:
+        typer.echo(f"\n{len(comparison.regressed)} regression(s)", err=True)
+        raise typer.Exit(1)
+
+
 def main() -> None:
     """Entry point: user errors become one line on stderr and exit code 2, never a traceback."""
     try:

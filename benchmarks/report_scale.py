@@ -1,0 +1,143 @@
+"""How long `bench report` takes on a 1,000,000-event trace, next to only parsing the same file.
+
+    .venv/bin/python benchmarks/report_scale.py [--events 1000000] [--repeat 2] [--keep DIR]
+
+Every measurement runs in its own child process, in alternation, ``--repeat`` times; the best time
+of each is kept, so a busy machine slows both sides alike. Times are measured inside the child around
+the work itself (imports excluded); the whole child process's wall time is shown next to it. Peak
+memory is the child's maximum resident set size (ru_maxrss from os.wait4), imports included.
+
+Parse-only baselines, each a complete parse of every line of the file:
+  json.loads loop        the standard library, one line at a time
+  pyarrow inferred       pyarrow.json.read_json with type inference, all fields
+  pyarrow projected      pyarrow.json.read_json with the loader's explicit schema (fields the report
+                         does not read are skipped by the parser): the fastest plain parse here
+The ratio is the report's time over the fastest baseline of this run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+BASELINES = ("json.loads loop", "pyarrow inferred", "pyarrow projected")
+TASKS = (*BASELINES, "bench report")
+RATIO_TARGET, MEMORY_TARGET = 3.0, 2 << 30
+
+
+def child(task: str, path: Path, out: Path) -> None:
+    """Runs one task and prints its in-process seconds as JSON (imports done before the clock starts)."""
+    if task == "json.loads loop":
+        started = time.perf_counter()
+        count = 0
+        with open(path, "rb") as handle:
+            for line in handle:
+                json.loads(line)
+                count += 1
+    elif task.startswith("pyarrow"):
+        import pyarrow.json as pj
+
+        from reports.load import SCHEMA
+
+        options = pj.ParseOptions(explicit_schema=SCHEMA, unexpected_field_behavior="ignore") \
+            if task == "pyarrow projected" else pj.ParseOptions()
+        started = time.perf_counter()
+        count = pj.read_json(path, parse_options=options).num_rows
+    else:
+        from reports.report import build_report
+
+        started = time.perf_counter()
+        result = build_report([path.parent], out=out)
+        count = result.lines
+    print(json.dumps({"seconds": time.perf_counter() - started, "lines": count}))
+
+
+def measure(task: str, path: Path, out: Path) -> dict:
+    """Runs ``task`` in a child process: its own seconds, the process's wall time and peak memory."""
+    started = time.perf_counter()
+    process = subprocess.Popen([sys.executable, __file__, "--child", task, str(path), str(out)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - started
+    stdout, stderr = process.stdout.read(), process.stderr.read()
+    process.stdout.close()
+    process.stderr.close()
+    if os.waitstatus_to_exitcode(status) != 0:
+        last = stderr.decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
+        return {"task": task, "failed": last[0]}
+    found = json.loads(stdout.decode().strip().splitlines()[-1])
+    return {"task": task, "seconds": found["seconds"], "lines": found["lines"], "wall": wall,
+            "peak": usage.ru_maxrss * 1024}  # Linux reports kilobytes
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--keep", type=Path, help="write the trace and report here instead of a temporary folder")
+    parser.add_argument("--child", nargs=3, metavar=("TASK", "TRACE", "OUT"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child[0], Path(args.child[1]), Path(args.child[2]))
+        return 0
+
+    from synthetic_traces import write_synthetic
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = args.keep or Path(tmp)
+        trace = folder / "run" / "traces.jsonl"
+        trace.parent.mkdir(parents=True, exist_ok=True)
+        started = time.perf_counter()
+        runs = write_synthetic(trace, args.events)
+        print(f"synthetic trace: {args.events:,} events, {runs:,} runs, {trace.stat().st_size / 2**20:,.0f} MiB, "
+              f"written in {time.perf_counter() - started:.1f} s ({trace})")
+        best: dict[str, dict] = {}
+        for round_ in range(args.repeat):
+            for task in TASKS:
+                result = measure(task, trace, folder / "report")
+                kept = best.get(task)
+                if kept is None or ("seconds" in result and result["seconds"] < kept.get("seconds", float("inf"))):
+                    best[task] = result
+            print(f"round {round_ + 1}/{args.repeat}: " + ", ".join(
+                f"{t} {best[t]['seconds']:.2f} s" if "seconds" in best[t] else f"{t} failed" for t in TASKS))
+    return report(best, args.events)
+
+
+def report(best: dict[str, dict], events: int) -> int:
+    print()
+    print(f"{'task':<20} {'seconds':>8} {'process s':>10} {'peak MiB':>9}  lines")
+    for task in TASKS:
+        r = best[task]
+        if "seconds" not in r:
+            print(f"{task:<20} failed: {r['failed']}")
+            continue
+        print(f"{task:<20} {r['seconds']:>8.2f} {r['wall']:>10.2f} {r['peak'] / 2**20:>9.0f}  {r['lines']:,}")
+    parsed = [best[t] for t in BASELINES if "seconds" in best[t]]
+    fastest = min(parsed, key=lambda r: r["seconds"])
+    rep = best["bench report"]
+    if "seconds" not in rep:
+        print("bench report failed")
+        return 1
+    ratio = rep["seconds"] / fastest["seconds"]
+    wall_ratio = rep["wall"] / fastest["wall"]
+    print()
+    print(f"report / fastest parse ({fastest['task']}): {ratio:.2f}x in-process, {wall_ratio:.2f}x whole process "
+          f"(target under {RATIO_TARGET:.0f}x): {'ok' if ratio < RATIO_TARGET else 'MISSED'}")
+    print(f"report peak memory: {rep['peak'] / 2**30:.2f} GiB (target under {MEMORY_TARGET / 2**30:.0f} GiB): "
+          f"{'ok' if rep['peak'] < MEMORY_TARGET else 'MISSED'}")
+    print(f"lines reported on: {rep['lines']:,} of {events:,}")
+    return 0 if ratio < RATIO_TARGET and rep["peak"] < MEMORY_TARGET else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,134 @@
+"""Two runs side by side: the same metrics for A and B, their differences, and the regressions that fail CI.
+
+A regression is a group whose stop-correct rate dropped (B < A) or whose premature side effects per
+judged run rose (B > A). Both use point estimates over judged runs, so any drop is flagged: a run that
+wants to allow noise compares enough trials, or reads the intervals in the table.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from reports.metrics import GroupMetrics, Grouping, Metrics
+from reports.report import metrics_for
+from reports.tables import Column, Table
+
+# (label, value, format): the metrics shown side by side, in this order.
+ROWS: tuple[tuple[str, Callable[[GroupMetrics], float], str], ...] = (
+    ("judged runs", lambda g: g.judged, "int"),
+    ("stop-correct", lambda g: g.stop.rate, "pct"),
+    ("stop-correct 95% low", lambda g: g.stop.low, "pct"),
+    ("stop-correct 95% high", lambda g: g.stop.high, "pct"),
+    ("oracle passed", lambda g: g.oracle.rate, "pct"),
+    ("pass^1", lambda g: g.pass_k[0] if g.pass_k else math.nan, "pct"),
+    ("premature side effects / run", lambda g: g.premature_per_run, "num"),
+    ("blocked by gateway / run", lambda g: g.side_effects_blocked / g.judged if g.judged else math.nan, "num"),
+    ("wait marker, went on (runs)", lambda g: g.wait_without_suspend / g.judged if g.judged else math.nan, "pct"),
+    ("loops (runs)", lambda g: g.loops / g.judged if g.judged else math.nan, "pct"),
+    ("steps / run", lambda g: g.steps.mean, "num"),
+    ("model calls / run", lambda g: g.llm_calls.mean, "num"),
+    ("tokens / run", lambda g: g.total_tokens.mean, "num"),
+    ("run latency p50 ms", lambda g: g.run_latency.p50, "ms"),
+    ("run latency p95 ms", lambda g: g.run_latency.p95, "ms"),
+    ("run latency p99 ms", lambda g: g.run_latency.p99, "ms"),
+    ("call latency p95 ms", lambda g: g.call_latency.p95, "ms"),
+    ("error rate", lambda g: g.error_rate, "pct"),
+    ("infrastructure runs", lambda g: g.infrastructure_rate, "pct"),
+    ("mode error rate", lambda g: g.mode_error_rate, "pct"),
+)
+
+
+@dataclass(frozen=True)
+class GroupChange:
+    """One group in A and B (either may be missing) and why it regressed, if it did."""
+
+    key: tuple[str, ...]
+    a: GroupMetrics | None
+    b: GroupMetrics | None
+
+    @property
+    def regressions(self) -> list[str]:
+        a, b = self.a, self.b
+        if a is None or b is None or not a.judged or not b.judged:
+            return []
+        found = []
+        if b.stop.rate < a.stop.rate:
+            found.append(f"stop-correct dropped {100 * a.stop.rate:.1f}% -> {100 * b.stop.rate:.1f}%")
+        if b.premature_per_run > a.premature_per_run:
+            found.append(f"premature side effects rose {a.premature_per_run:.3f} -> {b.premature_per_run:.3f} per run")
+        return found
+
+    @property
+    def note(self) -> str:
+        if self.a is None:
+            return "only in B"
+        if self.b is None:
+            return "only in A (not compared)"
+        if not self.a.judged or not self.b.judged:
+            return "no judged runs on one side (not compared)"
+        return "; ".join(self.regressions) or "ok"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Every group of A and B, in A's order then B's new groups."""
+
+    keys: tuple[str, ...]
+    changes: list[GroupChange]
+    skipped_a: int
+    skipped_b: int
+
+    @property
+    def regressed(self) -> list[GroupChange]:
+        return [c for c in self.changes if c.regressions]
+
+    def table(self) -> Table:
+        columns = (*(Column(k, "text") for k in self.keys), Column("metric", "text"), Column("A", "text"),
+                   Column("B", "text"), Column("B - A", "text"))
+        rows = []
+        for change in self.changes:
+            for label, value, fmt in ROWS:
+                a = value(change.a) if change.a is not None else math.nan
+                b = value(change.b) if change.b is not None else math.nan
+                rows.append((*change.key, label, _show(a, fmt), _show(b, fmt), _diff(a, b, fmt)))
+        return Table("compare", "A vs B", columns, tuple(rows))
+
+    def verdicts(self) -> Table:
+        columns = (*(Column(k, "text") for k in self.keys), Column("verdict", "text"))
+        rows = tuple((*c.key, ("REGRESSION: " if c.regressions else "") + c.note) for c in self.changes)
+        return Table("verdicts", "Regressions", columns, rows)
+
+
+def _show(value: float, fmt: str) -> str:
+    from reports.tables import show
+
+    return show(value, fmt)  # type: ignore[arg-type]
+
+
+def _diff(a: float, b: float, fmt: str) -> str:
+    if math.isnan(a) or math.isnan(b):
+        return "–"
+    delta = b - a
+    if fmt == "pct":
+        return f"{100 * delta:+.1f} pts"
+    if fmt == "ms":
+        return f"{delta:+,.1f}"
+    if fmt == "int":
+        return f"{int(delta):+d}"
+    return f"{delta:+,.3f}"
+
+
+def compare(a: Sequence[Path | str], b: Sequence[Path | str], grouping: Grouping = "mode") -> Comparison:
+    """Loads both sides and pairs their groups."""
+    traces_a, metrics_a = metrics_for(a, grouping)
+    traces_b, metrics_b = metrics_for(b, grouping)
+    return Comparison(metrics_a.keys, pair(metrics_a, metrics_b), traces_a.skipped_count, traces_b.skipped_count)
+
+
+def pair(a: Metrics, b: Metrics) -> list[GroupChange]:
+    found_a, found_b = a.by_key(), b.by_key()
+    order = [g.key for g in a.groups] + [g.key for g in b.groups if g.key not in found_a]
+    return [GroupChange(key, found_a.get(key), found_b.get(key)) for key in order]
