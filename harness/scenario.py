@@ -424,7 +424,8 @@ def _field_path(loc: tuple[Any, ...], raw: Any) -> str:
 
 
 def _clean(message: str) -> str:
-    return message.removeprefix("Value error, ")
+    # YAML has lists, not tuples: say what the author wrote.
+    return message.removeprefix("Value error, ").replace("a valid tuple", "a valid list")
 
 
 def _error(shown: str, field: str, message: str) -> ScenarioError:
