@@ -91,6 +91,7 @@ def tokens(metrics: Metrics) -> Plot:
     ax.set_title("Tokens per run")
     ax.legend(loc="lower right", fontsize=8)
     if not (prompt + completion).any():
+        ax.set_xlim(0, 1)
         ax.text(0.5, 0.5, "no tokens reported (scripted models report none)", transform=ax.transAxes,
                 ha="center", va="center", fontsize=9, color="#555555")
     return Plot("tokens", "Mean prompt and completion tokens per run", fig)

@@ -1,0 +1,80 @@
+"""The report's statistics against independent computations: scipy, numpy, brute force and hand formulas."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import statistics
+
+import numpy as np
+import pytest
+from scipy.stats import binomtest
+
+from reports.stats import pass_hat_k, spread, wilson
+
+
+@pytest.mark.parametrize("successes,n", [(0, 1), (1, 1), (0, 5), (4, 5), (5, 5), (3, 10), (17, 20), (1, 40),
+                                         (250, 1000)])
+def test_wilson_matches_scipy(successes, n):
+    expected = binomtest(successes, n).proportion_ci(confidence_level=0.95, method="wilson")
+    got = wilson(successes, n)
+    assert got.rate == successes / n
+    assert got.low == pytest.approx(float(expected.low), abs=1e-12)
+    assert got.high == pytest.approx(float(expected.high), abs=1e-12)
+
+
+def test_wilson_by_hand_for_four_of_five():
+    # p = 0.8, n = 5, z = 1.96: centre (0.8 + 1.96^2/10) / (1 + 1.96^2/5), half-width by the same formula.
+    z, n, p = 1.959963984540054, 5, 0.8
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    got = wilson(4, 5)
+    assert (round(got.low, 4), round(got.high, 4)) == (0.3755, 0.9638)
+    assert got.low == pytest.approx(centre - half) and got.high == pytest.approx(centre + half)
+
+
+def test_wilson_without_runs_is_undefined():
+    assert math.isnan(wilson(0, 0).rate) and math.isnan(wilson(0, 0).low)
+
+
+def brute_force_pass_k(tasks: list[list[bool]], k: int) -> float:
+    """The definition itself: over every k-subset of a task's trials, the share where all succeeded."""
+    shares = []
+    for trials in tasks:
+        subsets = list(itertools.combinations(trials, k))
+        shares.append(sum(all(s) for s in subsets) / len(subsets))
+    return sum(shares) / len(shares)
+
+
+def test_pass_hat_k_matches_brute_force():
+    tasks = [[True, True, False, True, True], [False, False, True, False, True], [True] * 5, [False] * 5]
+    per_task = [(sum(t), len(t)) for t in tasks]
+    for k in range(1, 6):
+        assert pass_hat_k(per_task, k) == pytest.approx(brute_force_pass_k(tasks, k))
+    assert pass_hat_k(per_task, 1) == pytest.approx(np.mean([4 / 5, 2 / 5, 1, 0]))
+    assert pass_hat_k(per_task, 2) == pytest.approx(np.mean([math.comb(4, 2) / 10, 1 / 10, 1, 0]))
+
+
+def test_pass_hat_k_undefined_beyond_the_trials():
+    assert math.isnan(pass_hat_k([(3, 3), (1, 2)], 3))
+    assert math.isnan(pass_hat_k([], 1))
+
+
+def test_spread_matches_numpy_and_hand_values():
+    values = [float(v) for v in range(1, 11)]  # 1..10
+    got = spread(values)
+    # Linear interpolation: rank (n-1)q = 9 * 0.95 = 8.55 -> 9 + 0.55 * (10 - 9).
+    assert got.p95 == pytest.approx(9.55) and got.p50 == pytest.approx(5.5) and got.p99 == pytest.approx(9.91)
+    assert got.mean == 5.5 and got.std == pytest.approx(statistics.stdev(values))
+    rng = np.random.default_rng(3)
+    sample = rng.lognormal(6, 0.7, 1001)
+    got = spread(sample)
+    for q, value in zip((50, 95, 99), (got.p50, got.p95, got.p99)):
+        assert value == pytest.approx(np.percentile(sample, q, method="linear"))
+    assert got.std == pytest.approx(np.std(sample, ddof=1))
+
+
+def test_spread_of_nothing_and_of_one():
+    assert spread([]).n == 0 and math.isnan(spread([]).p50)
+    one = spread([7.0])
+    assert one.p50 == one.p99 == 7.0 and math.isnan(one.std)
