@@ -123,3 +123,24 @@ def test_the_procurement_threshold_is_data(tmp_path):
     outcome, problems = run_reference_path(big)
     assert not outcome.oracle_passed
     assert any("approve_order" in p and "gate_closed" in p for p in problems)
+
+
+def test_the_readme_example_is_a_working_scenario(tmp_path):
+    """The annotated example under "Add a scenario" loads and passes its own sanity check."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Add a scenario", 1)[1]
+    example = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    raw = yaml.safe_load(example)
+    path = tmp_path / f"{raw['id']}.yaml"
+    path.write_text(example, encoding="utf-8")
+    report = check_scenario(load_scenario(path), select_modes(["all"]))
+    assert report.passed, report.problems
+    assert len(report.expectations) == 2 * len(raw["sanity"]["eager"])
+
+
+def test_the_readme_table_lists_every_scenario():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = readme.split("## Scenarios", 1)[1].split("## Add a scenario", 1)[0]
+    for path in FILES:
+        scenario = load_scenario(path)
+        assert f"| `{scenario.id}` |" in table
