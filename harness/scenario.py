@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import operator
+import re
 from collections.abc import Callable, Mapping
 from functools import cached_property
 from pathlib import Path
@@ -18,6 +19,7 @@ from harness.errors import ScenarioError, UnknownNameError
 from harness.paths import MISSING, PATH_PATTERN, head, lookup, valid_path
 
 NAME_PATTERN = r"^[a-z][a-z0-9_]*$"
+ARTIFACT_PATTERN = r"[A-Za-z0-9_-]+"
 EMPTY_ARGS: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
 
 
@@ -491,10 +493,12 @@ def _check_actions(s: Scenario) -> Problem:
             return f"actions[{i}].gate", "a wait action must name the gate it waits for"
         if a.kind == "task" and a.effect == "none":
             return f"actions[{i}].effect", "a task action needs an effect: read, write or irreversible"
+        # The gateway stores, reads and drops whole artifacts; only preconditions may look inside one.
+        whole = [("writes", a.writes), ("reads", a.reads)] + [(f"invalidates[{j}]", k) for j, k in enumerate(a.invalidates)]
+        for field, key in whole:
+            if key is not None and not re.fullmatch(ARTIFACT_PATTERN, key):
+                return f"actions[{i}].{field}", f"'{key}' must be an artifact name (letters, digits, _ and -), not a path"
         paths = [(f"requires[{j}]", key) for j, key in enumerate(a.requires)]
-        for j, key in enumerate(a.invalidates):
-            if "." in key or "[" in key:
-                return f"actions[{i}].invalidates[{j}]", f"'{key}' must be an artifact name, not a path"
         paths += [(f"invalidates[{j}]", key) for j, key in enumerate(a.invalidates)]
         paths += [("reads", a.reads)] if a.reads is not None else []
         paths += [("fault.until", a.fault.until)] if a.fault is not None and a.fault.until is not None else []

@@ -85,6 +85,7 @@ CASES: list[tuple[str, Callable[[Raw], None], str, str]] = [
      "oracle.checks[0].arg", "not an argument"),
     ("threshold_not_a_number", _set("gates.0.applies_when", {"greater_than": {"brief.words": "many"}}),
      "gates[0].applies_when.greater_than.brief.words", "number"),
+    ("writes_a_path", _set("actions.0.writes", "brief.text"), "actions[0].writes", "artifact name"),
     ("id_not_the_file_name", _set("id", "blog_other"), "id", "file name"),
 ]
 
