@@ -146,12 +146,23 @@ def _read_file(path: Path, chunk_bytes: int) -> Iterator[tuple[pa.Table, int, li
 
 def _read_chunk(chunk: bytes, path: Path, first_line: int) -> tuple[pa.Table, int, list[SkippedLine]]:
     try:
-        table = pj.read_json(io.BytesIO(chunk), parse_options=_PARSE)
+        table = _parse(chunk)
     except pa.ArrowInvalid:
         return _read_lines(chunk, path, first_line)
     if not _all(_valid_mask(table)):  # valid JSON of the wrong shape: the slow path finds which lines
         return _read_lines(chunk, path, first_line)
     return table, table.num_rows, []  # pyarrow skips blank lines, as the line count does
+
+
+def _parse(data: bytes) -> pa.Table:
+    """pyarrow's reader over ``data``; a line longer than its 1 MiB blocks gets one block for everything."""
+    try:
+        return pj.read_json(io.BytesIO(data), parse_options=_PARSE)
+    except pa.ArrowInvalid as exc:
+        if "straddl" not in str(exc):
+            raise
+        return pj.read_json(io.BytesIO(data), parse_options=_PARSE,
+                            read_options=pj.ReadOptions(block_size=len(data) + 1))
 
 
 def _valid_mask(table: pa.Table) -> pa.ChunkedArray:
@@ -200,13 +211,13 @@ def _parse_good(good: list[bytes], numbers: list[int]) -> tuple[pa.Table, list[i
     if not good:
         return _empty(), []
     try:
-        return pj.read_json(io.BytesIO(b"\n".join(good)), parse_options=_PARSE), []
+        return _parse(b"\n".join(good)), []
     except pa.ArrowInvalid:
         pass
     tables, rejected = [], []
     for raw, number in zip(good, numbers):
         try:
-            tables.append(pj.read_json(io.BytesIO(raw), parse_options=_PARSE))
+            tables.append(_parse(raw))
         except pa.ArrowInvalid:
             rejected.append(number)
     return (pa.concat_tables(tables) if tables else _empty()), rejected

@@ -144,16 +144,18 @@ def compute(traces: Traces, grouping: Grouping = "mode", runs: pd.DataFrame | No
     events = traces.events
     max_k = _max_k(runs, keys)
     run_groups = _split(runs, keys)
-    event_groups = _split(events, keys)
-    calls = events.loc[events["kind"] == "model_call"]
+    # Only the columns each step needs: copying a million rows of run ids and timestamps per group is slow.
+    kind = events["kind"]
+    event_keys = {_key(k) for k in events.groupby(list(keys), observed=True).size().index}
+    calls = events.loc[kind == "model_call", [*keys, "latency_ms"]]
     call_groups = _split(calls, keys)
-    deciding = events.loc[events["kind"].isin(DECIDING_KINDS)]
+    deciding = events.loc[kind.isin(DECIDING_KINDS), [*keys, "decision_maker"]]
     shares = deciding.groupby([*keys, "decision_maker"], observed=True).size()
-    with_errors = events.loc[events["error_kind"].notna()]
+    with_errors = events.loc[events["error_kind"].notna(), [*keys, "error_kind"]]
     seen = with_errors.groupby([*keys, "error_kind"], observed=True).size()
     incomplete = _incomplete(events, runs, keys)
     groups = []
-    for key in sorted(set(run_groups) | set(event_groups), key=_order_key(keys)):
+    for key in sorted(set(run_groups) | event_keys, key=_order_key(keys)):
         group = run_groups.get(key, runs.iloc[:0])
         groups.append(_group(key, group, call_groups.get(key, calls.iloc[:0]), _sub(shares, key),
                              _sub(seen, key), incomplete.get(key, 0), max_k))
@@ -209,11 +211,14 @@ def _max_k(runs: pd.DataFrame, keys: tuple[str, ...]) -> int:
     return int(min(sizes.min(), MAX_K))
 
 
+def _key(value: object) -> tuple[str, ...]:
+    return tuple(str(v) for v in (value if isinstance(value, tuple) else (value,)))
+
+
 def _split(frame: pd.DataFrame, keys: tuple[str, ...]) -> dict[tuple[str, ...], pd.DataFrame]:
     if frame.empty:
         return {}
-    return {tuple(str(v) for v in (k if isinstance(k, tuple) else (k,))): g
-            for k, g in frame.groupby(list(keys), observed=True, sort=False)}
+    return {_key(k): g for k, g in frame.groupby(list(keys), observed=True, sort=False)}
 
 
 def _sub(series: pd.Series, key: tuple[str, ...]) -> pd.Series:
@@ -230,7 +235,7 @@ def _sub(series: pd.Series, key: tuple[str, ...]) -> pd.Series:
 def _incomplete(events: pd.DataFrame, runs: pd.DataFrame, keys: tuple[str, ...]) -> dict[tuple[str, ...], int]:
     orphans = events.loc[~events["complete"], ["run_id", *keys]].drop_duplicates("run_id")
     counts = orphans.groupby(list(keys), observed=True).size()
-    return {tuple(str(v) for v in (k if isinstance(k, tuple) else (k,))): int(n) for k, n in counts.items()}
+    return {_key(k): int(n) for k, n in counts.items()}
 
 
 def _order_key(keys: tuple[str, ...]):
