@@ -1,4 +1,4 @@
-"""The sanity check every scenario must pass: its reference path meets its own oracle, and scripted:eager fares as declared."""
+"""The sanity check every scenario passes: its reference path meets its oracle; scripted:eager fares as declared."""
 
 from __future__ import annotations
 
@@ -49,8 +49,8 @@ class SanityReport:
 
 def refusals(events: list[TraceEvent]) -> int:
     """Proposals the runtime turned down before the gateway: guard refusals, plan verdicts other than ACCEPT."""
-    return sum((e.kind == "decision" and e.result == "refused") or (e.kind == "plan_validation" and e.result != "ACCEPT")
-               for e in events)
+    return sum((e.kind == "decision" and e.result == "refused")
+               or (e.kind == "plan_validation" and e.result != "ACCEPT") for e in events)
 
 
 def verdict(outcome: RunOutcome, refused: int = 0) -> Verdict:
