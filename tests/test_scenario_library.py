@@ -144,3 +144,24 @@ def test_the_readme_table_lists_every_scenario():
     for path in FILES:
         scenario = load_scenario(path)
         assert f"| `{scenario.id}` |" in table
+
+
+@pytest.mark.parametrize(("health_fault", "end"), [(None, "finished"), ({"fail_first": 1, "error": "502"}, "error")],
+                         ids=["healthy", "rolled_back"])
+def test_release_after_approval_deploys_then_finishes_or_rolls_back(tmp_path, health_fault, end):
+    """The tail of the release graph (deploy, health check, done or rollback) once the approval is given."""
+    raw = yaml.safe_load((SCENARIOS / "release_pipeline.yaml").read_text(encoding="utf-8"))
+    raw["id"] = "release_approved"
+    raw["gates"][0]["approved"] = True
+    health = next(a for a in raw["actions"] if a["name"] == "health_check")
+    if health_fault:
+        health["fault"] = health_fault
+    raw.pop("sanity")
+    path = tmp_path / "release_approved.yaml"
+    path.write_text(yaml.safe_dump(raw, allow_unicode=True), encoding="utf-8")
+    scenario = load_scenario(path)
+    outcome, events = asyncio.run(run_scripted(scenario, "workflow", "compliant", "enforce"))
+    walked = [e.detail["to"] for e in events if e.kind == "transition"]
+    assert walked[-3:] == (["deploy", "health", "done"] if end == "finished" else ["health", "rollback", "rolled_back"])
+    assert outcome.status == end and outcome.premature_side_effects == 0
+    assert "deploy" in [e.action for e in events if e.kind == "action" and e.result == "committed"]
