@@ -24,14 +24,14 @@ INSTRUCTIONS = ("You are a planner. Write the complete plan for the task as an o
 Verdict = Literal["ACCEPT", "REVISE", "REJECT"]
 
 
-def validate_plan(scenario: Scenario, plan: list[Step], approvals: set[str], max_steps: int) -> tuple[Verdict, list[str]]:
-    """Checks structure, allowlist and approval order; returns the verdict and its reasons."""
+def validate_plan(scenario: Scenario, plan: list[Step], open_gates: set[str], max_steps: int) -> tuple[Verdict, list[str]]:
+    """Checks structure, allowlist and approval order; ``open_gates`` need no wait. Returns the verdict and its reasons."""
     actions = scenario.action_map
     forbidden = [s.action for s in plan if s.action in actions and not scenario.permitted(actions[s.action])]
     if forbidden:
         return "REJECT", [f"'{name}' is not permitted for role '{scenario.agent_role}'" for name in forbidden]
     reasons: list[str] = []
-    waited: set[str] = set(approvals)
+    waited: set[str] = set(open_gates)
     finish = scenario.finish_action.name
     for index, step in enumerate(plan, start=1):
         spec = actions.get(step.action)
@@ -70,7 +70,8 @@ class PlanValidated(Mode):
             messages = [system, user_message([], question)]
             reply = await ctx.propose("plan", messages, plan_schema(offered, max_len), offered, step=0, feedback=feedback)
             plan = read_plan(reply.proposal)
-            verdict, reasons = validate_plan(scenario, plan, set(ctx.gateway.store.approvals), ctx.limits.max_steps)
+            open_gates = {gate.name for gate in scenario.gates if ctx.gateway.store.approved(gate.name)}
+            verdict, reasons = validate_plan(scenario, plan, open_gates, ctx.limits.max_steps)
             if verdict == "REVISE" and revision == ctx.limits.max_plan_revisions:
                 verdict, reasons = "REJECT", reasons + ["no revisions left"]
             ctx.trace.emit(step=0, decision_maker="plan_validator", kind="plan_validation", result=verdict,
