@@ -40,8 +40,9 @@ class PlanExecute(Mode):
 async def execute_plan(ctx: RunContext, plan: list[Step], allowed: list[str], *, suspend_on_wait: bool) -> ModeResult:
     """Runs plan steps in order through the gateway.
 
-    With ``suspend_on_wait`` a wait step for an unapproved gate returns (real control); without it the
-    marker is recorded and the executor goes on, as a naive executor does.
+    With ``suspend_on_wait`` a wait step for an unapproved gate returns (real control), and so does a gated
+    step whose gate is closed; without it the marker is recorded and the executor goes on, as a naive
+    executor does, leaving the gateway to block what it can.
     """
     finish = ctx.scenario.finish_action.name
     executed = 0
@@ -52,10 +53,15 @@ async def execute_plan(ctx: RunContext, plan: list[Step], allowed: list[str], *,
         if executed == ctx.limits.max_steps:
             ctx.decide(executed, "executor", None, "step_limit", {"plan_index": index})
             return ModeResult("step_limit")
+        spec = ctx.scenario.action_map.get(item.action)
+        gate = spec.gate if spec is not None else None
+        if suspend_on_wait and spec is not None and spec.kind == "task" and gate and not ctx.gateway.store.approved(gate):
+            # a gate that came to apply after planning (a threshold): stop before the action, not after
+            ctx.suspend(executed, "executor", gate, {"plan_index": index, "proposed": item.action})
+            return ModeResult("suspended", suspended_at=gate)
         executed += 1
         ctx.decide(executed, "executor", item.action, "execute", {"plan_index": index})
         record = ctx.act(item.action, item.args, allowed=allowed, step=executed)
-        gate = ctx.scenario.action_map[item.action].gate if item.action in ctx.scenario.action_map else None
         if suspend_on_wait and record.status == "wait_recorded" and not ctx.gateway.store.approved(gate or ""):
             ctx.suspend(executed, "executor", gate or "", {"plan_index": index})
             return ModeResult("suspended", suspended_at=gate)
