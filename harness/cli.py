@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
+import os
 import sys
+from contextlib import ExitStack
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 from typer.exceptions import Abort, TyperException
@@ -14,13 +15,15 @@ from tabulate import tabulate
 from harness.errors import UserInputError
 from harness.gateway import GATEWAY_POLICIES
 from harness.models import resolve_model
-from harness.runner import MatrixConfig, RunFolder, cells_for, prepare_out_dir, run_matrix
-from harness.scenario import load_all, select_scenarios
+from harness.models.base import ModelSource
+from harness.runner import MatrixConfig, RunFolder, cells_for, prepare_out_dir
+from harness.scenario import Scenario, load_all, select_scenarios
 from harness.summary import mode_table
-from harness.trace import RunOutcome
+from harness.trace import TraceWriter
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_MODEL = "scripted:compliant"
+# The committed recording of the bundled real model: what `bench run` replays when given no model.
+RECORDED_MODEL = PROJECT_ROOT / "results" / "recorded" / "smollm2-135m"
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Measure how agent control modes behave when rules conflict.")
@@ -88,45 +91,224 @@ def schema_command() -> None:
 def run_command(
     mode: Annotated[Optional[list[str]], typer.Option("--mode", "-m", help="'all' or mode names (repeat or comma-separate).")] = None,
     scenario: Annotated[Optional[list[str]], typer.Option("--scenario", "-s", help="'all' or scenario names.")] = None,
-    model: Annotated[str, typer.Option(help="scripted:compliant|eager|looping|random")] = DEFAULT_MODEL,
-    trials: Annotated[int, typer.Option(help="Runs per scenario x mode cell.")] = 1,
-    seed: Annotated[int, typer.Option(help="Matrix seed; each run's seed derives from it and the cell.")] = 0,
+    model: Annotated[Optional[str], typer.Option(help="scripted:compliant|eager|looping|random, or replay:DIR (default: replay of results/recorded/smollm2-135m).")] = None,
+    trials: Annotated[Optional[int], typer.Option(help="Runs per scenario x mode cell (default 1; a replay: the recording's).")] = None,
+    seed: Annotated[Optional[int], typer.Option(help="Matrix seed; each run's seed derives from it and the cell (default 0; a replay: the recording's).")] = None,
     out: Annotated[Optional[Path], typer.Option(help="Output folder (default: a new folder under results/).")] = None,
+    replace: Annotated[bool, typer.Option("--replace", help="Replace the run in --out once this one completes (re-recording).")] = False,
     gateway: Annotated[str, typer.Option(help="enforce: broken rules are blocked; audit: recorded but committed.")] = "enforce",
-    concurrency: Annotated[int, typer.Option(help="Runs in flight at once.")] = 1,
+    concurrency: Annotated[int, typer.Option(help="Runs (and live requests) in flight at once.")] = 1,
+    live: Annotated[bool, typer.Option("--live", help="Ask the OpenAI-compatible endpoint in LLM_API_URL / LLM_MODEL / LLM_API_KEY; records every exchange.")] = False,
+    local_model: Annotated[bool, typer.Option("--local-model", help="With --live: start the bundled SmolLM2 model on 127.0.0.1, run, stop it.")] = False,
+    temperature: Annotated[Optional[float], typer.Option(help="--live: sampling temperature (default 0.7).")] = None,
+    max_tokens: Annotated[Optional[int], typer.Option(help="--live: completion token limit per call (default 512; 256 with --local-model).")] = None,
+    response_format: Annotated[Optional[str], typer.Option(help="--live: json_schema | json_object (llama.cpp) | none (schema in the prompt). Default: json_object with --local-model, else json_schema.")] = None,
+    no_thinking: Annotated[bool, typer.Option("--no-thinking", help='--live: send thinking: {"type": "disabled"} (reasoning models).')] = False,
+    timeout: Annotated[Optional[float], typer.Option(help="--live: seconds per request attempt (default 120).")] = None,
+    retries: Annotated[Optional[int], typer.Option(help="--live: retries on 429, 5xx, timeouts, connection errors (default 3).")] = None,
+    backoff: Annotated[Optional[float], typer.Option(help="--live: first back-off in seconds, doubled each retry, with jitter (default 1).")] = None,
     scenarios_dir: ScenariosDir = None,
 ) -> None:
     """Run the matrix scenario x mode x trial and write traces.jsonl and manifest.json."""
-    from modes import select_modes
+    from harness.session import LiveOptions, live_config, local_config
 
-    if trials < 1:
+    live = live or local_model
+    live_flags = {"--temperature": temperature, "--max-tokens": max_tokens, "--response-format": response_format,
+                  "--timeout": timeout, "--retries": retries, "--backoff": backoff, "--no-thinking": no_thinking or None}
+    if not live and (given := [flag for flag, value in live_flags.items() if value is not None]):
+        raise UserInputError(f"{given[0]} applies to --live runs only")
+    if live and model is not None:
+        raise UserInputError("--model cannot be combined with --live: a live run asks the endpoint in LLM_API_URL")
+    if trials is not None and trials < 1:
         raise UserInputError(f"--trials must be at least 1, got {trials}")
     if concurrency < 1:
         raise UserInputError(f"--concurrency must be at least 1, got {concurrency}")
     if gateway not in GATEWAY_POLICIES:
         raise UserInputError(f"--gateway must be one of {', '.join(GATEWAY_POLICIES)}, got '{gateway}'")
-    modes = select_modes(split_names(mode))
-    scenarios = select_scenarios(scenarios_dir or default_scenarios_dir(), split_names(scenario))
-    source = resolve_model(model)
+    if replace and out is None:
+        raise UserInputError("--replace needs --out: the folder whose run is replaced")
+
+    _check_names(mode, scenario, scenarios_dir)  # named modes and scenarios fail first, whatever the model
+
+    manifest: dict[str, Any] = {}
+    if live:
+        options = LiveOptions(**{name: value for name, value in {
+            "response_format": response_format, "disable_thinking": no_thinking, "temperature": temperature,
+            "max_tokens": max_tokens, "timeout_s": timeout, "retries": retries, "backoff_s": backoff,
+            "concurrency": concurrency}.items() if value is not None})  # type: ignore[arg-type]
+        # Checked before the server starts, so a bad flag costs nothing; the key is read here and only here.
+        live_settings = None if local_model else live_config(os.environ, options)
+        options.check()
+        source: ModelSource | None = None
+    else:
+        source = resolve_model(model or f"replay:{RECORDED_MODEL}")
+        manifest.update(_replay_defaults(source))
+    recorded = manifest.pop("recorded_matrix", None)
+    modes, scenarios, trials, seed = _matrix(mode, scenario, trials, seed, scenarios_dir, recorded)
+
+    with ExitStack() as stack:
+        if live:
+            from harness.models.live import LiveSource
+            from harness.models.recording import RECORDING_FILE, RecordingSource
+            from harness.session import live_manifest
+
+            if local_model:
+                from harness.models.server import LocalModelServer
+
+                typer.echo("starting the bundled model server (SmolLM2-135M, llama.cpp) ...", err=True)
+                server = stack.enter_context(LocalModelServer())
+                live_settings = local_config(server.base_url, server.model, options)
+            assert live_settings is not None
+            manifest.update(live_manifest(live_settings, local_model=local_model))
+            out_dir, staging = _out_dir(out, replace)
+            recorder = stack.enter_context(TraceWriter(out_dir / RECORDING_FILE))
+            source = RecordingSource(LiveSource(live_settings), recorder.write)
+        else:
+            out_dir, staging = _out_dir(out, replace)
+        assert source is not None
+        outcomes, folder = _run_matrix(source, modes, scenarios, trials, seed, gateway, concurrency, out_dir, manifest)
+    final = folder.path
+    if staging and out is not None:
+        from harness.session import swap_in
+
+        swap_in(out_dir, out)
+        final = out
+    typer.echo(mode_table(outcomes))
+    typer.echo(f"\n{len(outcomes)} runs, traces in {final / 'traces.jsonl'}")
+
+
+def _check_names(mode: list[str] | None, scenario: list[str] | None, scenarios_dir: Path | None) -> None:
+    from modes import select_modes
+
+    select_modes(split_names(mode))
+    select_scenarios(scenarios_dir or default_scenarios_dir(), split_names(scenario))
+
+
+def _replay_defaults(source: ModelSource) -> dict[str, Any]:
+    """For a replayed source: the manifest lines saying so, and the recorded matrix to default to."""
+    from harness.models.replay import ReplaySource
+
+    if not isinstance(source, ReplaySource):
+        return {"model_source": source.label.partition(":")[0]}
+    recorded = source.manifest
+    return {"model_source": "replay", "replay_of": str(source.folder),
+            "recorded_matrix": {key: recorded.get(key) for key in ("modes", "scenarios", "trials", "seed")}}
+
+
+def _matrix(mode: list[str] | None, scenario: list[str] | None, trials: int | None, seed: int | None,
+            scenarios_dir: Path | None, recorded: dict[str, Any] | None) -> tuple[list[str], list[Scenario], int, int]:
+    """Modes, scenarios, trials and seed; a replay defaults each to the recorded matrix."""
+    from modes import MODES, select_modes
+
+    folder = scenarios_dir or default_scenarios_dir()
+    mode_names, scenario_names = split_names(mode), split_names(scenario)
+    if recorded is None:
+        return select_modes(mode_names), select_scenarios(folder, scenario_names), trials or 1, seed or 0
+    if seed is not None and seed != recorded.get("seed"):
+        raise UserInputError(f"--seed {seed}: the recording was sampled with seed {recorded.get('seed')}; "
+                             "a replay keeps its seed")
+    if not mode_names:
+        mode_names = [name for name in recorded.get("modes") or [] if name in MODES]
+    if not scenario_names:
+        available = set(load_all(folder))
+        wanted = recorded.get("scenarios") or []
+        scenario_names = [name for name in wanted if name in available]
+        left_out = sorted(available - set(wanted))
+        if left_out:
+            typer.echo(f"note: the recording does not cover {', '.join(left_out)}; re-record to include them "
+                       "(README: recording and replay)", err=True)
+    return (select_modes(mode_names), select_scenarios(folder, scenario_names), trials or int(recorded.get("trials") or 1),
+            int(recorded.get("seed") or 0))
+
+
+def _out_dir(out: Path | None, replace: bool) -> tuple[Path, bool]:
+    """The folder this run writes to; with --replace, a staging folder swapped in at the end."""
+    from harness.clock import SystemClock
+
+    if replace and out is not None and out.exists():
+        from harness.session import staging_dir
+
+        return prepare_out_dir(staging_dir(out), default_results_dir(), SystemClock()), True
+    return prepare_out_dir(out, default_results_dir(), SystemClock()), False
+
+
+def _run_matrix(source: ModelSource, modes: list[str], scenarios: list[Scenario], trials: int, seed: int,
+                gateway: str, concurrency: int, out_dir: Path, extra: dict[str, Any]) -> tuple[list[tuple[str, Any]], RunFolder]:
+    """Runs the matrix into ``out_dir`` with a progress bar; returns (mode, outcome) pairs in cell order."""
+    from harness.progress import MatrixProgress
+    from harness.session import execute
+
     config = MatrixConfig(model=source, seed=seed, concurrency=concurrency, gateway_policy=gateway)  # type: ignore[arg-type]
-    folder = RunFolder(
-        prepare_out_dir(out, default_results_dir(), config.clock),
-        {"command": sys.argv, "modes": modes, "scenarios": [s.id for s in scenarios], "model": source.label,
-         "trials": trials, "seed": seed, "gateway_policy": gateway, "concurrency": concurrency},
-        config.clock,
-    )
+    folder = RunFolder(out_dir, {"command": sys.argv, "modes": modes, "scenarios": [s.id for s in scenarios],
+                                 "model": source.label, "trials": trials, "seed": seed, "gateway_policy": gateway,
+                                 "concurrency": concurrency, **extra}, config.clock)
     cells = cells_for(scenarios, modes, trials)
-    results: list[tuple[str, RunOutcome]] = []
-    status = "interrupted"
+    with MatrixProgress(len(cells)) as progress:
+        outcomes = execute(cells, config, folder, on_done=lambda cell, outcome: progress.done(outcome))
+    return [(cell.mode, outcome) for cell, outcome in zip(cells, outcomes)], folder
+
+
+@app.command("replay")
+def replay_command(
+    folder: Annotated[Path, typer.Argument(help="A recorded run: manifest.json, traces.jsonl and recording.jsonl.")],
+    out: Annotated[Optional[Path], typer.Option(help="Where the replay's trace goes (default: a new folder under results/).")] = None,
+    scenarios_dir: ScenariosDir = None,
+) -> None:
+    """Re-run a recorded matrix offline and compare it with the recording: exit 0 if every run matches, else 1."""
+    from harness.models.replay import ReplaySource
+    from harness.replay_check import compare_traces
+    from harness.trace import read_events
+    from modes import MODES
+
+    source = ReplaySource(folder)
+    recorded_trace = folder / "traces.jsonl"
+    if not recorded_trace.is_file():
+        raise UserInputError(f"{folder}: no traces.jsonl to compare with")
+    recorded = source.manifest
+    available = load_all(scenarios_dir or default_scenarios_dir())
+    for kind, names, known in (("scenario", recorded.get("scenarios") or [], available),
+                               ("mode", recorded.get("modes") or [], MODES)):
+        for name in names:
+            if name not in known:
+                typer.echo(f"note: recorded {kind} '{name}' no longer exists; its runs cannot be replayed", err=True)
+    modes = [name for name in recorded.get("modes") or [] if name in MODES]
+    scenarios = [available[name] for name in recorded.get("scenarios") or [] if name in available]
+    out_dir, _ = _out_dir(out, False)
+    outcomes, run = _run_matrix(source, modes, scenarios, int(recorded.get("trials") or 1), int(recorded.get("seed") or 0),
+                                str(recorded.get("gateway_policy", "enforce")), 1, out_dir,
+                                {"model_source": "replay", "replay_of": str(folder)})
+    divergences = compare_traces(read_events(recorded_trace), read_events(run.path / "traces.jsonl"))
+    if not divergences:
+        typer.echo(f"replay of {folder}: {len(outcomes)} runs, every run's events and outcome match the recording")
+        return
+    for divergence in divergences:
+        typer.echo(divergence.describe())
+    typer.echo(f"\n{len(divergences)} runs differ from the recording in {folder}; the replay is in {run.path}")
+    raise typer.Exit(1)
+
+
+@app.command("serve-model")
+def serve_model_command(
+    port: Annotated[Optional[int], typer.Option(help="Port on 127.0.0.1 (default: a free one).")] = None,
+) -> None:
+    """Serve the bundled SmolLM2 model (llama.cpp, OpenAI-compatible) on 127.0.0.1 until Ctrl-C."""
+    from harness.models.server import LocalModelServer
+
+    if port is not None and not 0 < port < 65536:
+        raise UserInputError(f"--port must be between 1 and 65535, got {port}")
+    typer.echo("starting the bundled model server (SmolLM2-135M, llama.cpp) ...", err=True)
+    server = LocalModelServer(port).start()
     try:
-        outcomes = asyncio.run(run_matrix(cells, config, folder.writer.write,
-                                          on_done=lambda cell, o: results.append((cell.mode, o))))
-        status = "complete"
+        typer.echo(f"export LLM_API_URL={server.base_url}")
+        typer.echo(f"export LLM_MODEL={server.model}")
+        typer.echo("export LLM_API_KEY=local  # the local server checks no key; any value will do")
+        typer.echo("serving; Ctrl-C stops the server", err=True)
+        code = server.wait()
+        raise UserInputError(f"the local model server exited with code {code}: {server.log_tail()}")
+    except KeyboardInterrupt:
+        typer.echo("server stopped", err=True)
     finally:
-        folder.close(status, [o for _, o in results])
-        asyncio.run(source.aclose())
-    typer.echo(mode_table((cell.mode, o) for cell, o in zip(cells, outcomes)))
-    typer.echo(f"\n{len(outcomes)} runs, traces in {folder.path / 'traces.jsonl'}")
+        server.stop()
 
 
 @app.command("report")

@@ -77,15 +77,25 @@ class RunContext:
                 approvals=frozenset(self.gateway.store.approvals), agent_role=self.scenario.agent_role,
                 max_plan_steps=self.limits.max_steps + 1, feedback=feedback,
             ),
-            meta=RequestMeta(scenario=self.scenario.id, mode=self.trace.info.mode, step=step),
+            meta=RequestMeta(scenario=self.scenario.id, mode=self.trace.info.mode, step=step,
+                             trial=self.trace.info.trial),
         )
+        trace = self.trace
         try:
             reply = await self.model.complete(request)
         except ModelError as exc:
             self._trace_retries(exc.failed_attempts, step)
+            if isinstance(exc.answer, ModelReply):
+                # The model answered but the answer is unreadable: the call and its tokens still count.
+                answer = exc.answer
+                trace.llm_calls += 1
+                trace.usage = trace.usage + answer.usage
+                trace.emit(step=step, decision_maker="llm", kind="model_call", result="unreadable",
+                           latency_ms=answer.latency_ms, usage=answer.usage,
+                           detail={"purpose": purpose, "offered": list(offered),
+                                   "attempts": len(answer.failed_attempts) + 1, "text": answer.text[:500]})
             raise
         self._trace_retries(reply.failed_attempts, step)
-        trace = self.trace
         trace.llm_calls += 1
         trace.usage = trace.usage + reply.usage
         proposal = reply.proposal

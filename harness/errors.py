@@ -49,7 +49,9 @@ class ScenarioError(UserInputError):
 class ModelError(BenchError):
     """A model call that failed after its retries; ``kind`` classifies it for the trace."""
 
-    def __init__(self, kind: ErrorKind, message: str, *, failed_attempts: tuple = ()):
+    def __init__(self, kind: ErrorKind, message: str, *, failed_attempts: tuple = (), answer: object = None):
         # failed_attempts: the retried attempts before the last one (harness.models.base.Attempt)
-        self.kind, self.failed_attempts = kind, failed_attempts
+        # answer: the model's unreadable reply (a ModelReply with no proposal) when it did answer,
+        # so its tokens and latency are still traced
+        self.kind, self.failed_attempts, self.answer = kind, failed_attempts, answer
         super().__init__(message)

@@ -115,7 +115,7 @@ class TraceWriter:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._file = open(path, "a", encoding="utf-8")
 
-    def write(self, event: TraceEvent) -> None:
+    def write(self, event: BaseModel) -> None:  # a TraceEvent, or any record of a JSONL log (recordings)
         self._file.write(event.model_dump_json() + "\n")
         self._file.flush()
 

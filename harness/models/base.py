@@ -26,11 +26,12 @@ class PolicyView:
 
 @dataclass(frozen=True)
 class RequestMeta:
-    """Where a request comes from: names a replay miss and keys nothing."""
+    """Where a request comes from: names a replay miss and says which run a recorded answer belongs to."""
 
     scenario: str
     mode: str
     step: int
+    trial: int = 1  # with scenario and mode, keys a recorded answer to the run it belongs to
 
 
 @dataclass(frozen=True)

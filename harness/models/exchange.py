@@ -1,0 +1,66 @@
+"""One model call as it went over the wire, and how it is read into a reply: shared by live, recording and replay.
+
+The live client produces an ``Exchange``; a recording stores it; a replay loads it. All three read it
+with ``interpret``, so a replay re-parses the recorded body with today's parsing code and gets
+exactly what a live run would get from the same answer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from harness.errors import ModelError
+from harness.models.base import Attempt, ModelReply, ModelRequest
+from harness.models.parsing import check_schema, extract_json, message_text, usage_of
+from harness.trace import ErrorInfo
+
+
+class WireAttempt(BaseModel):
+    """One failed attempt that was retried: its classified failure, its latency and the back-off after it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: str
+    message: str
+    latency_ms: float
+    wait_s: float
+    status: int | None = None  # the HTTP status, when there was one
+
+
+class Exchange(BaseModel):
+    """A request body, the retried attempts, and the final answer or failure. Never holds a header or a key."""
+
+    model_config = ConfigDict(frozen=True)
+
+    request: dict[str, Any]  # the JSON body sent to /chat/completions
+    attempts: list[WireAttempt] = []
+    response: Any = None  # the endpoint's JSON body on a 2xx answer
+    raw: str | None = None  # the body's text when a 2xx answer was not JSON
+    error: ErrorInfo | None = None  # the failure no retry fixed (network, timeout, http_4xx, http_5xx)
+    latency_ms: float = 0.0  # of the last attempt
+
+
+def interpret(request: ModelRequest, exchange: Exchange) -> ModelReply:
+    """The reply an exchange amounts to, or the classified ``ModelError`` it ends in."""
+    failed = tuple(Attempt(kind=a.kind, message=a.message, latency_ms=a.latency_ms, wait_s=a.wait_s)
+                   for a in exchange.attempts)
+    if exchange.error is not None:
+        raise ModelError(exchange.error.kind, exchange.error.message, failed_attempts=failed)  # type: ignore[arg-type]
+    if exchange.response is None:
+        raise ModelError("parse", f"response body is not JSON: {(exchange.raw or '')[:160]!r}",
+                         failed_attempts=failed)
+    usage = usage_of(exchange.response)
+    text = ""
+    try:
+        text = message_text(exchange.response)
+        proposal = extract_json(text)
+        check_schema(proposal, request.response_schema)
+    except ModelError as exc:
+        # The model did answer: its tokens and latency still count, so the error carries the answer.
+        answer = ModelReply(proposal=None, text=text, usage=usage, latency_ms=exchange.latency_ms,
+                            failed_attempts=failed)
+        raise ModelError(exc.kind, str(exc), failed_attempts=failed, answer=answer) from exc
+    return ModelReply(proposal=proposal, text=text, usage=usage, latency_ms=exchange.latency_ms,
+                      failed_attempts=failed)

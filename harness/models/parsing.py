@@ -1,0 +1,90 @@
+"""Tolerant reading of a model's answer: the text of the reply, the JSON inside it, checked against the schema."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError, best_match
+
+from harness.errors import ModelError
+from harness.trace import Usage
+
+# A fenced block, with or without a language tag: models wrap JSON in these even when told not to.
+_FENCE = re.compile(r"```[A-Za-z0-9_-]*\s*\n?(.*?)```", re.DOTALL)
+
+
+def message_text(body: Any) -> str:
+    """The assistant's text in a chat-completions body; ``reasoning_content`` when ``content`` is empty.
+
+    Reasoning models that think by default put the whole answer in ``reasoning_content`` and leave
+    ``content`` empty (the article's pitfall table); the JSON is usually still there.
+    """
+    if not isinstance(body, dict):
+        raise ModelError("parse", f"response is not a JSON object: {excerpt(body)}")
+    choices = body.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise ModelError("parse", f"response has no choices: {excerpt(body)}")
+    message = choices[0].get("message")
+    if not isinstance(message, dict):
+        raise ModelError("parse", f"first choice has no message: {excerpt(choices[0])}")
+    for field in ("content", "reasoning_content"):
+        text = message.get(field)
+        if isinstance(text, str) and text.strip():
+            return text
+    reason = choices[0].get("finish_reason")
+    raise ModelError("parse", f"empty content and no reasoning_content (finish_reason: {reason})")
+
+
+def usage_of(body: Any) -> Usage:
+    """Token counts from the body's ``usage``; zeros when the endpoint reports none."""
+    raw = body.get("usage") if isinstance(body, dict) else None
+    if not isinstance(raw, dict):
+        return Usage()
+    counts = {key: raw.get(key) for key in ("prompt_tokens", "completion_tokens", "total_tokens")}
+    counts = {key: value for key, value in counts.items() if isinstance(value, int) and value >= 0}
+    if "total_tokens" not in counts:
+        counts["total_tokens"] = counts.get("prompt_tokens", 0) + counts.get("completion_tokens", 0)
+    return Usage(**counts)
+
+
+def extract_json(text: str) -> Any:
+    """The JSON value in ``text``: the whole text, a fenced block, or the first balanced object in prose."""
+    stripped = text.strip()
+    candidates = [stripped] + [block.strip() for block in _FENCE.findall(text)]
+    for candidate in candidates:
+        try:
+            return json.loads(candidate)
+        except json.JSONDecodeError:
+            pass
+    decoder = json.JSONDecoder()
+    # Prose around the JSON: try each opening brace until one starts a complete value.
+    for match in re.finditer(r"[{\[]", text):
+        try:
+            value, _ = decoder.raw_decode(text, match.start())
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict) or (isinstance(value, list) and value):
+            return value
+    raise ModelError("parse", f"no JSON value in the reply: {excerpt(text)}")
+
+
+def check_schema(proposal: Any, schema: dict[str, Any]) -> None:
+    """Raises a ``schema`` error naming the first problem when ``proposal`` does not fit ``schema``."""
+    try:
+        validator = Draft202012Validator(schema)
+    except SchemaError as exc:  # the mode's schema, not the model, is wrong
+        raise ModelError("internal", f"invalid response schema: {exc.message}") from exc
+    error = best_match(validator.iter_errors(proposal))
+    if error is not None:
+        where = "/".join(str(part) for part in error.absolute_path) or "(top level)"
+        raise ModelError("schema", f"reply does not fit the schema at {where}: {error.message[:200]}")
+
+
+def excerpt(value: Any, limit: int = 160) -> str:
+    """A short one-line rendering of a value for an error message."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."

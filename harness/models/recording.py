@@ -1,0 +1,140 @@
+"""Recordings of live runs: every exchange with the endpoint, keyed so that a replay finds it again exactly.
+
+A recorded answer is keyed by the run it belongs to (scenario, mode, trial), a stable hash of what
+was asked (purpose, messages, response schema) and how many times that run had asked the same thing
+before (trials and temperature > 0 make identical requests legitimate). Sampling settings are not in
+the hash: they are the recording's, written in its manifest. Nothing here ever sees the API key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Protocol
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from harness.models.base import ModelReply, ModelRequest
+from harness.models.exchange import Exchange, interpret
+
+RECORDING_FILE = "recording.jsonl"
+RECORDING_SCHEMA_VERSION = 1
+
+RecordKey = tuple[str, str, int, str, int]  # scenario, mode, trial, request hash, occurrence
+
+
+def request_hash(request: ModelRequest) -> str:
+    """A stable hash of what the model is asked; the same request hashes the same on any machine."""
+    payload = {"purpose": request.purpose, "messages": list(request.messages), "schema": request.response_schema}
+    canonical = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+class RecordEntry(BaseModel):
+    """One line of ``recording.jsonl``: which run asked what, and the whole exchange (usage and latency in it)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    schema_version: int = RECORDING_SCHEMA_VERSION
+    scenario: str
+    mode: str
+    trial: int
+    step: int
+    purpose: str
+    request_hash: str
+    occurrence: int  # 0 for the first time this run asked this request, 1 for the second, ...
+    model: str
+    exchange: Exchange
+
+    @property
+    def key(self) -> RecordKey:
+        return (self.scenario, self.mode, self.trial, self.request_hash, self.occurrence)
+
+
+class Occurrences:
+    """Counts how often one run has asked each request, to key repeats apart."""
+
+    def __init__(self) -> None:
+        self._seen: Counter[str] = Counter()
+
+    def key(self, request: ModelRequest) -> RecordKey:
+        digest = request_hash(request)
+        occurrence = self._seen[digest]
+        self._seen[digest] += 1
+        meta = request.meta
+        return (meta.scenario, meta.mode, meta.trial, digest, occurrence)
+
+
+class ExchangingModel(Protocol):
+    """A model that can hand over the raw exchange behind its reply (the live model)."""
+
+    label: str
+
+    async def exchange(self, request: ModelRequest) -> Exchange: ...
+
+
+class ExchangingSource(Protocol):
+    label: str
+
+    def for_run(self, seed: int) -> ExchangingModel: ...
+
+    async def aclose(self) -> None: ...
+
+
+class RecordingSource:
+    """Wraps a live source: every exchange goes to ``sink`` before it is read into a reply."""
+
+    def __init__(self, inner: ExchangingSource, sink: Callable[[RecordEntry], None]):
+        self.inner, self.sink = inner, sink
+        self.label = inner.label
+
+    def for_run(self, seed: int) -> RecordingModel:
+        return RecordingModel(self.inner.for_run(seed), self.sink)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class RecordingModel:
+    """One run's live model, recorded."""
+
+    def __init__(self, inner: ExchangingModel, sink: Callable[[RecordEntry], None]):
+        self.inner, self.sink = inner, sink
+        self.label = inner.label
+        self._occurrences = Occurrences()
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        exchange = await self.inner.exchange(request)
+        scenario, mode, trial, digest, occurrence = self._occurrences.key(request)
+        self.sink(RecordEntry(scenario=scenario, mode=mode, trial=trial, step=request.meta.step,
+                              purpose=request.purpose, request_hash=digest, occurrence=occurrence,
+                              model=self.label, exchange=exchange))
+        return interpret(request, exchange)
+
+
+class RecordingReadReport(BaseModel):
+    """Lines of a recording that did not load (a run interrupted mid-line leaves one)."""
+
+    entries: int = 0
+    skipped_lines: list[int] = []
+
+
+def read_recording(path: Path, report: RecordingReadReport | None = None) -> dict[RecordKey, RecordEntry]:
+    """Loads a ``recording.jsonl`` keyed for replay; unreadable lines are skipped and counted."""
+    report = report if report is not None else RecordingReadReport()
+    entries: dict[RecordKey, RecordEntry] = {}
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                entry = RecordEntry.model_validate_json(line)
+            except ValidationError:
+                report.skipped_lines.append(number)
+                continue
+            entries[entry.key] = entry
+            report.entries += 1
+    return entries

@@ -1,0 +1,140 @@
+"""What ``bench run`` and ``bench replay`` share: the live settings, running a matrix into its folder, swapping folders.
+
+It reads no environment itself: the CLI hands it the variables it read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from harness.errors import UserInputError
+from harness.models.live import RESPONSE_FORMATS, LiveConfig, ResponseFormat, chat_completions_url
+from harness.runner import Cell, MatrixConfig, RunFolder, run_matrix
+from harness.trace import RunOutcome
+
+ENV_VARS = ("LLM_API_URL", "LLM_MODEL", "LLM_API_KEY")
+
+
+@dataclass(frozen=True)
+class LiveOptions:
+    """The ``--live`` flags of ``bench run``."""
+
+    response_format: ResponseFormat | None = None  # None: json_object for the local model, json_schema otherwise
+    disable_thinking: bool = False
+    temperature: float = 0.7
+    max_tokens: int | None = None  # None: 256 for the local model (a runaway string costs seconds), 512 otherwise
+    timeout_s: float = 120.0
+    retries: int = 3
+    backoff_s: float = 1.0
+    concurrency: int = 1
+
+    def check(self) -> None:
+        """Refuses values no endpoint could use, naming the flag."""
+        if self.response_format is not None and self.response_format not in RESPONSE_FORMATS:
+            raise UserInputError(f"--response-format must be one of {', '.join(RESPONSE_FORMATS)}, "
+                                 f"got '{self.response_format}'")
+        if not 0.0 <= self.temperature <= 2.0:
+            raise UserInputError(f"--temperature must be between 0 and 2, got {self.temperature}")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise UserInputError(f"--max-tokens must be at least 1, got {self.max_tokens}")
+        if self.timeout_s <= 0:
+            raise UserInputError(f"--timeout must be positive, got {self.timeout_s}")
+        if self.retries < 0:
+            raise UserInputError(f"--retries must be 0 or more, got {self.retries}")
+        if self.backoff_s < 0:
+            raise UserInputError(f"--backoff must be 0 or more, got {self.backoff_s}")
+
+
+def live_config(env: Mapping[str, str], options: LiveOptions) -> LiveConfig:
+    """The live endpoint from ``LLM_API_URL``, ``LLM_MODEL`` and ``LLM_API_KEY``; one line naming what is missing."""
+    options.check()
+    values = {name: env.get(name, "").strip() for name in ENV_VARS}
+    missing = [name for name in ENV_VARS if not values[name]]
+    if missing:
+        raise UserInputError(f"--live needs {', '.join(ENV_VARS[:-1])} and {ENV_VARS[-1]} in the environment "
+                             f"(missing: {', '.join(missing)}); or add --local-model to run the bundled model")
+    url = values["LLM_API_URL"]
+    if not url.startswith(("http://", "https://")):
+        raise UserInputError("LLM_API_URL must start with http:// or https://")
+    return _config(chat_completions_url(url), values["LLM_MODEL"], values["LLM_API_KEY"], options, "json_schema", 512)
+
+
+def local_config(base_url: str, model: str, options: LiveOptions) -> LiveConfig:
+    """The live settings for the bundled model's server; it needs no key."""
+    options.check()
+    return _config(chat_completions_url(base_url), model, "", options, "json_object", 256)
+
+
+def _config(url: str, model: str, key: str, options: LiveOptions, default_format: ResponseFormat,
+            default_max_tokens: int) -> LiveConfig:
+    return LiveConfig(url=url, model=model, api_key=key,
+                      response_format=options.response_format or default_format,
+                      disable_thinking=options.disable_thinking, temperature=options.temperature,
+                      max_tokens=options.max_tokens or default_max_tokens, timeout_s=options.timeout_s, retries=options.retries,
+                      backoff_s=options.backoff_s, concurrency=options.concurrency)
+
+
+def live_manifest(config: LiveConfig, *, local_model: bool) -> dict[str, Any]:
+    """What a live run's manifest says about its endpoint and sampling; never the key."""
+    url = httpx.URL(config.url).copy_with(username=None, password=None, query=None)
+    endpoint = str(url).replace(config.api_key, "[redacted]") if config.api_key else str(url)
+    return {
+        "model_source": "live", "local_model": local_model, "endpoint": endpoint,
+        "sampling": {"temperature": config.temperature, "max_tokens": config.max_tokens,
+                     "response_format": config.response_format, "disable_thinking": config.disable_thinking,
+                     "seed": "each run's seed"},
+        "client": {"timeout_s": config.timeout_s, "retries": config.retries, "backoff_s": config.backoff_s,
+                   "max_wait_s": config.max_wait_s, "concurrency": config.concurrency},
+    }
+
+
+def execute(cells: list[Cell], config: MatrixConfig, folder: RunFolder,
+            on_done: Callable[[Cell, RunOutcome], None] | None = None) -> list[RunOutcome]:
+    """Runs the matrix into ``folder``; the model source is closed in the same event loop that used it."""
+    finished: list[RunOutcome] = []
+
+    def done(cell: Cell, outcome: RunOutcome) -> None:
+        finished.append(outcome)
+        if on_done is not None:
+            on_done(cell, outcome)
+
+    async def go() -> list[RunOutcome]:
+        try:
+            return await run_matrix(cells, config, folder.writer.write, on_done=done)
+        finally:
+            await config.model.aclose()
+
+    status = "interrupted"
+    try:
+        outcomes = asyncio.run(go())
+        status = "complete"
+    finally:
+        folder.close(status, finished)
+    return outcomes
+
+
+def staging_dir(target: Path) -> Path:
+    """An empty sibling folder a replacing run writes to, so the old run stays whole until the new one completes."""
+    staging = target.with_name(f".{target.name}.partial")
+    if staging.exists():
+        shutil.rmtree(staging)
+    return staging
+
+
+def swap_in(staging: Path, target: Path) -> None:
+    """Puts a completed staging folder in the place of ``target``."""
+    retired = target.with_name(f".{target.name}.old")
+    if retired.exists():
+        shutil.rmtree(retired)
+    if target.exists():
+        target.rename(retired)
+    staging.rename(target)
+    if retired.exists():
+        shutil.rmtree(retired)
