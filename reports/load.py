@@ -199,8 +199,10 @@ def _read_lines(chunk: bytes, path: Path, first_line: int) -> tuple[pa.Table, in
     bad.extend(SkippedLine(str(path), n, "fields of the wrong type") for n in rejected)
     keep = _valid_mask(table)
     if not _all(keep):
-        kept_numbers = [n for n, ok in zip(_numbers_of(table, numbers, rejected), keep.to_pylist()) if not ok]
-        bad.extend(SkippedLine(str(path), n, "not a trace event (missing or unknown fields)") for n in kept_numbers)
+        gone = set(rejected)
+        parsed = [n for n in numbers if n not in gone]  # the line number of each table row
+        dropped = [n for n, ok in zip(parsed, keep.to_pylist()) if not ok]
+        bad.extend(SkippedLine(str(path), n, "not a trace event (missing or unknown fields)") for n in dropped)
         table = table.filter(keep)
     bad.sort(key=lambda s: s.line)
     return table, lines, bad
@@ -221,11 +223,6 @@ def _parse_good(good: list[bytes], numbers: list[int]) -> tuple[pa.Table, list[i
         except pa.ArrowInvalid:
             rejected.append(number)
     return (pa.concat_tables(tables) if tables else _empty()), rejected
-
-
-def _numbers_of(table: pa.Table, numbers: list[int], rejected: list[int]) -> list[int]:
-    dropped = set(rejected)
-    return [n for n in numbers if n not in dropped]
 
 
 def _all(mask: pa.ChunkedArray) -> bool:
