@@ -313,7 +313,7 @@ def serve_model_command(
 
 @app.command("report")
 def report_command(
-    dirs: Annotated[list[Path], typer.Argument(help="Run folders (or traces.jsonl files) to report on.", show_default=False)],
+    dirs: Annotated[list[Path], typer.Argument(metavar="DIR...", help="Run folders (or traces.jsonl files) to report on.", show_default=False)],
     formats: Annotated[str, typer.Option("--format", help="Comma-separated: md, csv, latex, html.")] = "md,csv,latex,html",
     out: Annotated[Optional[Path], typer.Option(help="Output folder (default: the first DIR's report/).")] = None,
     by: Annotated[str, typer.Option(help="Main table and figures per mode, scenario (mode x scenario) or model (model x mode).")] = "mode",
@@ -332,8 +332,8 @@ def report_command(
 
 @app.command("compare")
 def compare_command(
-    dir_a: Annotated[Path, typer.Argument(help="The baseline run folder (A).", show_default=False)],
-    dir_b: Annotated[Path, typer.Argument(help="The run folder to check (B).", show_default=False)],
+    dir_a: Annotated[Path, typer.Argument(metavar="DIR_A", help="The baseline run folder (A).", show_default=False)],
+    dir_b: Annotated[Path, typer.Argument(metavar="DIR_B", help="The run folder to check (B).", show_default=False)],
     by: Annotated[str, typer.Option(help="Compare per mode, scenario (mode x scenario) or model (model x mode).")] = "mode",
 ) -> None:
     """The same metrics for two runs side by side; exit 1 if a stop-correct rate dropped or premature side effects rose."""
