@@ -313,7 +313,7 @@ def serve_model_command(
 
 @app.command("report")
 def report_command(
-    dirs: Annotated[list[Path], typer.Argument(metavar="DIR...", help="Run folders (or traces.jsonl files) to report on.", show_default=False)],
+    dirs: Annotated[list[Path], typer.Argument(metavar="DIR", help="Run folders (or traces.jsonl files) to report on.", show_default=False)],
     formats: Annotated[str, typer.Option("--format", help="Comma-separated: md, csv, latex, html.")] = "md,csv,latex,html",
     out: Annotated[Optional[Path], typer.Option(help="Output folder (default: the first DIR's report/).")] = None,
     by: Annotated[str, typer.Option(help="Main table and figures per mode, scenario (mode x scenario) or model (model x mode).")] = "mode",
