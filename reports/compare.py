@@ -14,10 +14,10 @@ from pathlib import Path
 
 from reports.metrics import GroupMetrics, Grouping, Metrics
 from reports.report import metrics_for
-from reports.tables import Column, Table
+from reports.tables import Column, Format, Table, show
 
 # (label, value, format): the metrics shown side by side, in this order.
-ROWS: tuple[tuple[str, Callable[[GroupMetrics], float], str], ...] = (
+ROWS: tuple[tuple[str, Callable[[GroupMetrics], float], Format], ...] = (
     ("judged runs", lambda g: g.judged, "int"),
     ("stop-correct", lambda g: g.stop.rate, "pct"),
     ("stop-correct 95% low", lambda g: g.stop.low, "pct"),
@@ -93,7 +93,7 @@ class Comparison:
             for label, value, fmt in ROWS:
                 a = value(change.a) if change.a is not None else math.nan
                 b = value(change.b) if change.b is not None else math.nan
-                rows.append((*change.key, label, _show(a, fmt), _show(b, fmt), _diff(a, b, fmt)))
+                rows.append((*change.key, label, show(a, fmt), show(b, fmt), _diff(a, b, fmt)))
         return Table("compare", "A vs B", columns, tuple(rows))
 
     def verdicts(self) -> Table:
@@ -102,13 +102,7 @@ class Comparison:
         return Table("verdicts", "Regressions", columns, rows)
 
 
-def _show(value: float, fmt: str) -> str:
-    from reports.tables import show
-
-    return show(value, fmt)  # type: ignore[arg-type]
-
-
-def _diff(a: float, b: float, fmt: str) -> str:
+def _diff(a: float, b: float, fmt: Format) -> str:
     if math.isnan(a) or math.isnan(b):
         return "–"
     delta = b - a

@@ -7,6 +7,7 @@ call records), never from what a model said about itself. The exact definitions 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
@@ -15,6 +16,7 @@ import pandas as pd
 
 from harness.errors import ERROR_KINDS, INFRASTRUCTURE_ERRORS
 from harness.trace import DecisionMaker, RunStatus
+from modes import MODES
 from reports.load import Traces
 from reports.stats import Interval, Spread, pass_hat_k, spread, wilson
 
@@ -238,9 +240,8 @@ def _incomplete(events: pd.DataFrame, runs: pd.DataFrame, keys: tuple[str, ...])
     return {_key(k): int(n) for k, n in counts.items()}
 
 
-def _order_key(keys: tuple[str, ...]):
+def _order_key(keys: tuple[str, ...]) -> Callable[[tuple[str, ...]], tuple]:
     """Modes in control-spectrum order (code decides most first), then by name; unknown modes last."""
-    from modes import MODES
 
     def order(key: tuple[str, ...]) -> tuple:
         parts = []

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, get_args
 
+import pandas as pd
+
 from harness.errors import UserInputError
 from reports import figures as figs
 from reports import tables as tbl
@@ -97,7 +99,7 @@ def build_report(paths: Sequence[Path | str], out: Path | None = None, formats: 
                         warnings=warnings)
 
 
-def _meta(traces: Traces, runs) -> list[str]:
+def _meta(traces: Traces, runs: pd.DataFrame) -> list[str]:
     infra = int(runs["infrastructure"].sum())
     return [f"traces: {', '.join(traces.sources)}",
             f"{len(traces.events)} events from {traces.lines} lines; {traces.skipped_count} lines skipped; "

@@ -11,6 +11,7 @@ from typing import Any, Literal
 from tabulate import tabulate
 
 from harness.errors import ERROR_KINDS, INFRASTRUCTURE_ERRORS
+from modes import MODES, Mode
 from reports.metrics import DECISION_MAKERS, STATUSES, GroupMetrics, Metrics
 from reports.stats import Spread
 
@@ -94,9 +95,7 @@ def to_html(table: Table) -> str:
 # ------------------------------------------------------------------ builders
 
 
-def _mode_class(name: str):
-    from modes import MODES
-
+def _mode_class(name: str) -> type[Mode] | None:
     return MODES.get(name)
 
 
