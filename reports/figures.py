@@ -114,7 +114,11 @@ def decision_share(metrics: Metrics) -> Plot:
     ax.set_xticks([0, 0.25, 0.5, 0.75, 1.0], ["0%", "25%", "50%", "75%", "100%"])
     ax.set_xlabel("share of the events that record a choice")
     ax.set_title("Who decided")
-    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8, frameon=False)
+    if left.any():
+        ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8, frameon=False)
+    else:
+        ax.text(0.5, 0.5, "no decisions recorded", transform=ax.transAxes, ha="center", va="center",
+                fontsize=9, color="#555555")
     return Plot("decision_share", "Share of decisions per decision maker", fig)
 
 

@@ -153,3 +153,26 @@ def test_compare_flags_a_rise_in_premature_side_effects(tmp_path):
     assert result.returncode == 1
     assert "premature side effects rose" in result.stdout
     assert bench("compare", str(b), str(a)).returncode == 0  # fewer premature writes is no regression
+
+
+def test_nothing_but_bad_lines_is_a_user_error(tmp_path):
+    from harness.errors import UserInputError
+    from reports.report import build_report
+
+    (tmp_path / "traces.jsonl").write_text("garbage\n{\"half\": \n")
+    with pytest.raises(UserInputError, match="no trace events.*2 lines skipped"):
+        build_report([tmp_path])
+
+
+def test_runs_without_a_summary_are_counted_not_judged(tmp_path):
+    from reports.report import build_report
+
+    folder = write_runs(tmp_path / "run", [Run("done", "react"), Run("cut", "react")])
+    lines = (folder / "traces.jsonl").read_text().splitlines(keepends=True)
+    (folder / "traces.jsonl").write_text("".join(lines[:-1]))  # the second run's summary never arrived
+    result = build_report([folder])
+    assert result.runs == 1 and result.incomplete == 1
+    assert any("no summary line" in w for w in result.warnings)
+    with open(result.out / "tables" / "correctness_by_mode.csv") as handle:
+        row = next(csv.DictReader(handle))
+    assert (row["runs"], row["incomplete"], row["judged (n)"]) == ("1", "1", "1")
