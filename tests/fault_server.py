@@ -1,0 +1,157 @@
+"""A real local OpenAI-compatible HTTP server for the tests, scripted to misbehave in every way the client must survive.
+
+Each request gets the next behaviour of a cyclic script. A good answer is built from the request's
+response schema, so it always fits whatever the mode asked for.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+BEHAVIOURS = ("ok", "429", "500", "503", "hang", "malformed", "empty", "reasoning", "unknown_action",
+              "fenced", "echo_key")
+
+
+def instance(schema: dict[str, Any]) -> Any:
+    """A small value that fits ``schema`` (the subset the modes use: objects, arrays, enums, scalars)."""
+    if "enum" in schema:
+        return schema["enum"][0]
+    kind = schema.get("type", "string")
+    if kind == "object":
+        props = schema.get("properties", {})
+        return {key: instance(props[key]) for key in schema.get("required", []) if key in props}
+    if kind == "array":
+        return [instance(schema.get("items", {})) for _ in range(max(1, schema.get("minItems", 1)))]
+    if kind in ("integer", "number"):
+        return schema.get("minimum", 1)
+    if kind == "boolean":
+        return True
+    return "text"
+
+
+def schema_of(body: dict[str, Any]) -> dict[str, Any]:
+    """The response schema a request carries, in either structured-output form."""
+    fmt = body.get("response_format") or {}
+    if fmt.get("type") == "json_schema":
+        return fmt["json_schema"]["schema"]
+    return fmt.get("schema", {"type": "object"})
+
+
+def completion(content: str, *, reasoning: str | None = None) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if reasoning is not None:
+        message["reasoning_content"] = reasoning
+    return {"id": "chatcmpl-test", "object": "chat.completion", "model": "fault-model",
+            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 40, "completion_tokens": 8, "total_tokens": 48}}
+
+
+def unknown_action(schema: dict[str, Any]) -> Any:
+    """A well-formed answer naming an action nobody offered."""
+    if "plan" in schema.get("properties", {}):
+        return {"plan": [{"action": "launch_rockets", "args": {}}]}
+    return {"action": "launch_rockets", "args": {}}
+
+
+class FaultServer:
+    """Serves the script on 127.0.0.1 at a free port, in threads; counts what it served and what it saw."""
+
+    def __init__(self, script: list[str] | tuple[str, ...], *, hang_s: float = 2.0, delay_s: float = 0.0):
+        self.script = list(script)
+        self.hang_s, self.delay_s = hang_s, delay_s
+        self.served: Counter[str] = Counter()
+        self.authorizations: set[str] = set()
+        self.bodies: list[dict[str, Any]] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._lock = threading.Lock()
+        self._next = itertools.cycle(self.script)
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def __enter__(self) -> FaultServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:  # keep test output clean
+                pass
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", "0"))
+                body = json.loads(self.rfile.read(length))
+                with server._lock:
+                    behaviour = next(server._next)
+                    server.served[behaviour] += 1
+                    server.bodies.append(body)
+                    server.authorizations.add(self.headers.get("Authorization", ""))
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                try:
+                    time.sleep(server.delay_s)
+                    self._answer(behaviour, body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (the hang case)
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
+
+            def _answer(self, behaviour: str, body: dict[str, Any]) -> None:
+                schema = schema_of(body)
+                good = json.dumps(instance(schema))
+                if behaviour == "ok":
+                    self._send(200, completion(good))
+                elif behaviour == "429":
+                    self._send(429, {"error": {"message": "rate limited"}}, {"Retry-After": "0"})
+                elif behaviour in ("500", "503"):
+                    self._send(int(behaviour), {"error": {"message": f"server error {behaviour}"}})
+                elif behaviour == "hang":
+                    time.sleep(server.hang_s)
+                    self._send(200, completion(good))
+                elif behaviour == "malformed":
+                    self._send_raw(200, b'{"choices": [{"message": {"content": "{\\"action\\"')
+                elif behaviour == "empty":
+                    self._send(200, completion(""))
+                elif behaviour == "reasoning":
+                    self._send(200, completion("", reasoning=good))
+                elif behaviour == "unknown_action":
+                    self._send(200, completion(json.dumps(unknown_action(schema))))
+                elif behaviour == "fenced":
+                    self._send(200, completion(f"Here is my answer:\n```json\n{good}\n```\nDone."))
+                elif behaviour == "echo_key":
+                    # A badly behaved endpoint that quotes the credentials back in its error.
+                    self._send(401, {"error": {"message": f"bad key: {self.headers.get('Authorization')}"}})
+                else:
+                    raise AssertionError(f"unknown behaviour {behaviour}")
+
+            def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+                self._send_raw(status, json.dumps(payload).encode(), headers)
+
+            def _send_raw(self, status: int, data: bytes, headers: dict[str, str] | None = None) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for key, value in (headers or {}).items():
+                    self.send_header(key, value)
+                self.end_headers()
+                self.wfile.write(data)
+
+        return Handler

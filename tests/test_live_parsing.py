@@ -1,0 +1,119 @@
+"""Tolerant reading of model answers: fences, prose, reasoning_content, and the parse / schema classification."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.errors import ModelError
+from harness.models.base import ModelRequest, PolicyView, RequestMeta
+from harness.models.exchange import Exchange, WireAttempt, interpret
+from harness.models.parsing import check_schema, extract_json, message_text, usage_of
+from harness.trace import ErrorInfo, Usage
+from modes.proposals import next_action_schema, plan_schema
+
+SCHEMA = next_action_schema(["create_brief", "wait_for_approval", "finish"])
+
+
+def body(content, reasoning=None, usage=None):
+    message = {"role": "assistant", "content": content}
+    if reasoning is not None:
+        message["reasoning_content"] = reasoning
+    result = {"choices": [{"message": message, "finish_reason": "stop"}]}
+    if usage is not None:
+        result["usage"] = usage
+    return result
+
+
+def request(schema=SCHEMA):
+    view = PolicyView(catalog=(), history=(), approvals=frozenset(), agent_role="agent", max_plan_steps=4)
+    return ModelRequest(purpose="next_action", messages=({"role": "user", "content": "go"},), response_schema=schema,
+                        offered=("create_brief",), view=view, meta=RequestMeta("s", "react", 1, 2))
+
+
+@pytest.mark.parametrize("text", [
+    '{"action": "create_brief", "args": {}}',
+    '  \n{"action": "create_brief", "args": {}}\n',
+    '```json\n{"action": "create_brief", "args": {}}\n```',
+    '```\n{"action": "create_brief", "args": {}}```',
+    'Sure. I will create the brief first: {"action": "create_brief", "args": {}} and then wait.',
+    'Thinking {not json} ... final: {"action": "create_brief", "args": {}}',
+])
+def test_json_is_found_in_fences_and_prose(text):
+    assert extract_json(text) == {"action": "create_brief", "args": {}}
+
+
+@pytest.mark.parametrize("text", ["", "I will create the brief.", '{"action": "create_brief", "args": {', "{'action': 'finish'}"])
+def test_text_without_json_is_a_parse_error(text):
+    with pytest.raises(ModelError) as caught:
+        extract_json(text)
+    assert caught.value.kind == "parse"
+
+
+def test_reasoning_content_is_read_when_content_is_empty():
+    assert message_text(body("", reasoning='{"action": "finish", "args": {}}')) == '{"action": "finish", "args": {}}'
+    assert message_text(body(None, reasoning="x")) == "x"
+    assert message_text(body("content wins", reasoning="ignored")) == "content wins"
+
+
+@pytest.mark.parametrize("payload, words", [
+    (body(""), "empty content"),
+    (body("   "), "empty content"),
+    ({"choices": []}, "no choices"),
+    ({"error": {"message": "boom"}}, "no choices"),
+    ({"choices": [{"text": "legacy"}]}, "no message"),
+    ([1, 2], "not a JSON object"),
+])
+def test_missing_text_is_a_parse_error(payload, words):
+    with pytest.raises(ModelError) as caught:
+        message_text(payload)
+    assert caught.value.kind == "parse" and words in str(caught.value)
+
+
+def test_unknown_action_and_missing_field_are_schema_errors():
+    with pytest.raises(ModelError) as caught:
+        check_schema({"action": "launch_rockets", "args": {}}, SCHEMA)
+    assert caught.value.kind == "schema" and "launch_rockets" in str(caught.value)
+    with pytest.raises(ModelError) as caught:
+        check_schema({"plan": [{"action": "finish"}]}, plan_schema(["finish"], 3))
+    assert caught.value.kind == "schema" and "args" in str(caught.value)
+    check_schema({"action": "finish", "args": {}}, SCHEMA)  # fits: no error
+
+
+def test_usage_is_read_and_completed():
+    assert usage_of(body("x", usage={"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15})) == Usage(
+        prompt_tokens=10, completion_tokens=5, total_tokens=15)
+    assert usage_of(body("x", usage={"prompt_tokens": 10, "completion_tokens": 5})).total_tokens == 15
+    assert usage_of(body("x")) == Usage()
+
+
+def test_interpret_returns_the_proposal_with_usage_latency_and_retries():
+    attempt = WireAttempt(kind="http_5xx", message="HTTP 503", latency_ms=3.0, wait_s=0.5, status=503)
+    exchange = Exchange(request={}, attempts=[attempt], latency_ms=12.5,
+                        response=body('```json\n{"action": "finish", "args": {}}\n```',
+                                      usage={"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}))
+    reply = interpret(request(), exchange)
+    assert reply.proposal == {"action": "finish", "args": {}}
+    assert reply.usage.total_tokens == 10 and reply.latency_ms == 12.5
+    assert [(a.kind, a.wait_s) for a in reply.failed_attempts] == [("http_5xx", 0.5)]
+
+
+def test_interpret_keeps_the_answer_of_an_unreadable_reply():
+    exchange = Exchange(request={}, latency_ms=9.0,
+                        response=body('{"action": "launch_rockets", "args": {}}', usage={"total_tokens": 30}))
+    with pytest.raises(ModelError) as caught:
+        interpret(request(), exchange)
+    error = caught.value
+    assert error.kind == "schema"
+    assert error.answer.usage.total_tokens == 30 and error.answer.latency_ms == 9.0
+    assert "launch_rockets" in error.answer.text
+
+
+def test_interpret_raises_the_recorded_failure_and_non_json_bodies():
+    failed = Exchange(request={}, error=ErrorInfo(kind="timeout", message="no answer within 1s"),
+                      attempts=[WireAttempt(kind="timeout", message="t", latency_ms=1000, wait_s=1)])
+    with pytest.raises(ModelError) as caught:
+        interpret(request(), failed)
+    assert caught.value.kind == "timeout" and len(caught.value.failed_attempts) == 1 and caught.value.answer is None
+    with pytest.raises(ModelError) as caught:
+        interpret(request(), Exchange(request={}, raw="<html>gateway</html>"))
+    assert caught.value.kind == "parse" and "html" in str(caught.value)
