@@ -74,7 +74,7 @@ class RunContext:
             purpose=purpose, messages=tuple(messages), response_schema=schema, offered=tuple(offered),
             view=PolicyView(
                 catalog=self.scenario.actions, history=tuple(self.gateway.records),
-                approvals=frozenset(self.gateway.store.approvals), agent_role=self.scenario.agent_role,
+                approvals=frozenset(g.name for g in self.scenario.gates if self.gateway.store.approved(g.name)), agent_role=self.scenario.agent_role,
                 max_plan_steps=self.limits.max_steps + 1, feedback=feedback,
             ),
             meta=RequestMeta(scenario=self.scenario.id, mode=self.trace.info.mode, step=step,
