@@ -367,4 +367,6 @@ def main() -> None:
     except Abort:
         typer.echo("interrupted; finished trace lines are kept", err=True)
         sys.exit(130)
+    if code == 130:  # typer turns Ctrl-C into exit code 130
+        typer.echo("interrupted; finished trace lines are kept", err=True)
     sys.exit(code if isinstance(code, int) else 0)
