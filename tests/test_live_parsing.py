@@ -49,6 +49,25 @@ def test_text_without_json_is_a_parse_error(text):
     assert caught.value.kind == "parse"
 
 
+@pytest.mark.parametrize("text", [
+    # cut at the token limit: the inner objects are complete, the answer is not
+    '{"plan": [{"action": "create_brief", "args": {}}, {"action": "write_draft", "args": {"body": "a long',
+    'Here is the plan: {"plan": [{"action": "create_brief", "args": {"topic": "x"}}, {"action": "fini',
+    '{ "action": "finish", "args": { "id": "1081547296,title: \'Finish\' } }\n\nThis is a JSON response',
+])
+def test_a_truncated_answer_is_a_parse_error_not_its_inner_object(text):
+    with pytest.raises(ModelError) as caught:
+        extract_json(text)
+    assert caught.value.kind == "parse"
+
+
+def test_a_malformed_but_closed_block_is_skipped():
+    with pytest.raises(ModelError):
+        extract_json('{oops} then [1, 2')  # skipped block, then an unterminated list: nothing to answer with
+    assert extract_json('note {not: json} answer {"action": "finish", "args": {"s": "} {"}}') == {
+        "action": "finish", "args": {"s": "} {"}}
+
+
 def test_reasoning_content_is_read_when_content_is_empty():
     assert message_text(body("", reasoning='{"action": "finish", "args": {}}')) == '{"action": "finish", "args": {}}'
     assert message_text(body(None, reasoning="x")) == "x"
@@ -106,6 +125,14 @@ def test_interpret_keeps_the_answer_of_an_unreadable_reply():
     assert error.kind == "schema"
     assert error.answer.usage.total_tokens == 30 and error.answer.latency_ms == 9.0
     assert "launch_rockets" in error.answer.text
+
+
+def test_a_reply_cut_at_the_token_limit_says_so():
+    cut = body('{"action": "finish", "args": {"note": "and then', usage={"total_tokens": 99})
+    cut["choices"][0]["finish_reason"] = "length"
+    with pytest.raises(ModelError) as caught:
+        interpret(request(), Exchange(request={}, response=cut, latency_ms=5.0))
+    assert caught.value.kind == "parse" and "cut at the token limit" in str(caught.value)
 
 
 def test_interpret_raises_the_recorded_failure_and_non_json_bodies():

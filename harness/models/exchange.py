@@ -42,6 +42,15 @@ class Exchange(BaseModel):
     latency_ms: float = 0.0  # of the last attempt
 
 
+def finish_reason(body: Any) -> str | None:
+    """Why the endpoint stopped generating (``stop``, ``length``, ...), when it says."""
+    try:
+        reason = body["choices"][0].get("finish_reason")
+    except (KeyError, IndexError, TypeError, AttributeError):
+        return None
+    return reason if isinstance(reason, str) else None
+
+
 def interpret(request: ModelRequest, exchange: Exchange) -> ModelReply:
     """The reply an exchange amounts to, or the classified ``ModelError`` it ends in."""
     failed = tuple(Attempt(kind=a.kind, message=a.message, latency_ms=a.latency_ms, wait_s=a.wait_s)
@@ -61,6 +70,9 @@ def interpret(request: ModelRequest, exchange: Exchange) -> ModelReply:
         # The model did answer: its tokens and latency still count, so the error carries the answer.
         answer = ModelReply(proposal=None, text=text, usage=usage, latency_ms=exchange.latency_ms,
                             failed_attempts=failed)
-        raise ModelError(exc.kind, str(exc), failed_attempts=failed, answer=answer) from exc
+        message = str(exc)
+        if text and finish_reason(exchange.response) == "length":
+            message += " (the reply was cut at the token limit)"
+        raise ModelError(exc.kind, message, failed_attempts=failed, answer=answer) from exc
     return ModelReply(proposal=proposal, text=text, usage=usage, latency_ms=exchange.latency_ms,
                       failed_attempts=failed)

@@ -14,6 +14,7 @@ from harness.trace import Usage
 
 # A fenced block, with or without a language tag: models wrap JSON in these even when told not to.
 _FENCE = re.compile(r"```[A-Za-z0-9_-]*\s*\n?(.*?)```", re.DOTALL)
+_OPENING = re.compile(r"[{\[]")
 
 
 def message_text(body: Any) -> str:
@@ -60,15 +61,47 @@ def extract_json(text: str) -> Any:
         except json.JSONDecodeError:
             pass
     decoder = json.JSONDecoder()
-    # Prose around the JSON: try each opening brace until one starts a complete value.
-    for match in re.finditer(r"[{\[]", text):
+    # Prose around the JSON: the first opening bracket that starts a complete value wins. A bracket that
+    # starts something malformed is skipped whole when it closes; when it never closes (a reply cut at
+    # the token limit), everything after it is inside it, and an inner object must not pass for the answer.
+    position = 0
+    while (match := _OPENING.search(text, position)) is not None:
+        start = match.start()
         try:
-            value, _ = decoder.raw_decode(text, match.start())
+            value, end = decoder.raw_decode(text, start)
         except json.JSONDecodeError:
+            close = _closing(text, start)
+            if close is None:
+                break
+            position = close + 1
             continue
         if isinstance(value, dict) or (isinstance(value, list) and value):
             return value
+        position = end
     raise ModelError("parse", f"no JSON value in the reply: {excerpt(text)}")
+
+
+def _closing(text: str, start: int) -> int | None:
+    """Where the bracket at ``start`` closes, minding JSON strings; None when it never does."""
+    depth, in_string, escaped = 0, False, False
+    for index in range(start, len(text)):
+        char = text[index]
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "{[":
+            depth += 1
+        elif char in "}]":
+            depth -= 1
+            if depth == 0:
+                return index
+    return None
 
 
 def check_schema(proposal: Any, schema: dict[str, Any]) -> None:
