@@ -145,6 +145,7 @@ def run_command(
         manifest.update(_replay_defaults(source))
     recorded = manifest.pop("recorded_matrix", None)
     modes, scenarios, trials, seed = _matrix(mode, scenario, trials, seed, scenarios_dir, recorded)
+    out_dir, staging = _out_dir(out, replace)  # refused here, before a model server is started for nothing
 
     with ExitStack() as stack:
         if live:
@@ -160,11 +161,8 @@ def run_command(
                 live_settings = local_config(server.base_url, server.model, options)
             assert live_settings is not None
             manifest.update(live_manifest(live_settings, local_model=local_model))
-            out_dir, staging = _out_dir(out, replace)
             recorder = stack.enter_context(TraceWriter(out_dir / RECORDING_FILE))
             source = RecordingSource(LiveSource(live_settings), recorder.write)
-        else:
-            out_dir, staging = _out_dir(out, replace)
         assert source is not None
         outcomes, folder = _run_matrix(source, modes, scenarios, trials, seed, gateway, concurrency, out_dir, manifest)
     final = folder.path
