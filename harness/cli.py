@@ -101,7 +101,7 @@ def run_command(
     live: Annotated[bool, typer.Option("--live", help="Ask the OpenAI-compatible endpoint in LLM_API_URL / LLM_MODEL / LLM_API_KEY; records every exchange.")] = False,
     local_model: Annotated[bool, typer.Option("--local-model", help="With --live: start the bundled SmolLM2 model on 127.0.0.1, run, stop it.")] = False,
     temperature: Annotated[Optional[float], typer.Option(help="--live: sampling temperature (default 0.7).")] = None,
-    max_tokens: Annotated[Optional[int], typer.Option(help="--live: completion token limit per call (default 512; 256 with --local-model).")] = None,
+    max_tokens: Annotated[Optional[int], typer.Option(help="--live: completion token limit per call (default 512).")] = None,
     response_format: Annotated[Optional[str], typer.Option(help="--live: json_schema | json_object (llama.cpp) | none (schema in the prompt). Default: json_object with --local-model, else json_schema.")] = None,
     no_thinking: Annotated[bool, typer.Option("--no-thinking", help='--live: send thinking: {"type": "disabled"} (reasoning models).')] = False,
     timeout: Annotated[Optional[float], typer.Option(help="--live: seconds per request attempt (default 120).")] = None,

@@ -30,7 +30,7 @@ class LiveOptions:
     response_format: ResponseFormat | None = None  # None: json_object for the local model, json_schema otherwise
     disable_thinking: bool = False
     temperature: float = 0.7
-    max_tokens: int | None = None  # None: 256 for the local model (a runaway string costs seconds), 512 otherwise
+    max_tokens: int = 512  # room for a 15-step plan with arguments; a runaway string stops here
     timeout_s: float = 120.0
     retries: int = 3
     backoff_s: float = 1.0
@@ -43,7 +43,7 @@ class LiveOptions:
                                  f"got '{self.response_format}'")
         if not 0.0 <= self.temperature <= 2.0:
             raise UserInputError(f"--temperature must be between 0 and 2, got {self.temperature}")
-        if self.max_tokens is not None and self.max_tokens < 1:
+        if self.max_tokens < 1:
             raise UserInputError(f"--max-tokens must be at least 1, got {self.max_tokens}")
         if self.timeout_s <= 0:
             raise UserInputError(f"--timeout must be positive, got {self.timeout_s}")
@@ -64,21 +64,20 @@ def live_config(env: Mapping[str, str], options: LiveOptions) -> LiveConfig:
     url = values["LLM_API_URL"]
     if not url.startswith(("http://", "https://")):
         raise UserInputError("LLM_API_URL must start with http:// or https://")
-    return _config(chat_completions_url(url), values["LLM_MODEL"], values["LLM_API_KEY"], options, "json_schema", 512)
+    return _config(chat_completions_url(url), values["LLM_MODEL"], values["LLM_API_KEY"], options, "json_schema")
 
 
 def local_config(base_url: str, model: str, options: LiveOptions) -> LiveConfig:
     """The live settings for the bundled model's server; it needs no key."""
     options.check()
-    return _config(chat_completions_url(base_url), model, "", options, "json_object", 256)
+    return _config(chat_completions_url(base_url), model, "", options, "json_object")
 
 
-def _config(url: str, model: str, key: str, options: LiveOptions, default_format: ResponseFormat,
-            default_max_tokens: int) -> LiveConfig:
+def _config(url: str, model: str, key: str, options: LiveOptions, default_format: ResponseFormat) -> LiveConfig:
     return LiveConfig(url=url, model=model, api_key=key,
                       response_format=options.response_format or default_format,
                       disable_thinking=options.disable_thinking, temperature=options.temperature,
-                      max_tokens=options.max_tokens or default_max_tokens, timeout_s=options.timeout_s, retries=options.retries,
+                      max_tokens=options.max_tokens, timeout_s=options.timeout_s, retries=options.retries,
                       backoff_s=options.backoff_s, concurrency=options.concurrency)
 
 

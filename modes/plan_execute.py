@@ -33,7 +33,7 @@ class PlanExecute(Mode):
         max_len = ctx.limits.max_steps + 1
         messages = [system_message(scenario, INSTRUCTIONS, scenario.actions, ANSWER),
                     user_message([], "Write the plan.")]
-        reply = await ctx.propose("plan", messages, plan_schema(offered, max_len), offered, step=0)
+        reply = await ctx.propose("plan", messages, plan_schema(scenario.actions, max_len), offered, step=0)
         return await execute_plan(ctx, read_plan(reply.proposal), offered, suspend_on_wait=False)
 
 

@@ -68,7 +68,7 @@ class PlanValidated(Mode):
         while True:
             question = "Write the plan." if feedback is None else f"The validator asked for a revision: {feedback}\nWrite the revised plan."
             messages = [system, user_message([], question)]
-            reply = await ctx.propose("plan", messages, plan_schema(offered, max_len), offered, step=0, feedback=feedback)
+            reply = await ctx.propose("plan", messages, plan_schema(scenario.actions, max_len), offered, step=0, feedback=feedback)
             plan = read_plan(reply.proposal)
             open_gates = {gate.name for gate in scenario.gates if ctx.gateway.store.approved(gate.name)}
             verdict, reasons = validate_plan(scenario, plan, open_gates, ctx.limits.max_steps)

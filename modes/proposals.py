@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.errors import ModelError
+from harness.scenario import ActionSpec
 
 
 @dataclass(frozen=True)
@@ -17,26 +18,32 @@ class Step:
     args: Any
 
 
-def next_action_schema(offered: Sequence[str]) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": {"action": {"type": "string", "enum": list(offered)}, "args": {"type": "object"}},
-        "required": ["action", "args"],
-    }
+def next_action_schema(offered: Sequence[ActionSpec]) -> dict[str, Any]:
+    """One offered action with arguments that fit that action's own schema.
+
+    Endpoints that constrain decoding to the schema (llama.cpp's grammar) then cannot produce an
+    unknown action or free-form arguments; other endpoints get the same schema as instructions.
+    """
+    return {"anyOf": [
+        {
+            "type": "object",
+            "properties": {"action": {"const": spec.name}, "args": spec.args},
+            "required": ["action", "args"],
+            "additionalProperties": False,
+        }
+        for spec in offered
+    ]}
 
 
-def plan_schema(offered: Sequence[str], max_steps: int) -> dict[str, Any]:
+def plan_schema(offered: Sequence[ActionSpec], max_steps: int) -> dict[str, Any]:
+    """An ordered list of 1..max_steps offered actions, each with fitting arguments."""
     return {
         "type": "object",
         "properties": {
-            "plan": {
-                "type": "array",
-                "minItems": 1,
-                "maxItems": max_steps,
-                "items": next_action_schema(offered),
-            }
+            "plan": {"type": "array", "minItems": 1, "maxItems": max_steps, "items": next_action_schema(offered)}
         },
         "required": ["plan"],
+        "additionalProperties": False,
     }
 
 

@@ -27,7 +27,7 @@ class ReAct(Mode):
         scenario = ctx.scenario
         offered = [spec.name for spec in scenario.actions]
         system = system_message(scenario, INSTRUCTIONS, scenario.actions, ANSWER)
-        schema = next_action_schema(offered)
+        schema = next_action_schema(scenario.actions)
         observations: list[str] = []
         for step in range(1, ctx.limits.max_steps + 1):
             messages = [system, user_message(observations, "Choose the next action.")]

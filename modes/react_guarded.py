@@ -34,7 +34,7 @@ class ReActGuarded(Mode):
         visible = [spec for spec in scenario.actions if scenario.permitted(spec)]
         offered = [spec.name for spec in visible]
         system = system_message(scenario, INSTRUCTIONS, visible, ANSWER)
-        schema = next_action_schema(offered)
+        schema = next_action_schema(visible)
         store = ctx.gateway.store
         observations: list[str] = []
         streak: list[str] = []

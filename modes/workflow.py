@@ -105,8 +105,9 @@ class WorkflowWalk:
         scenario = ctx.scenario
         finish = scenario.finish_action.name
         offered = [*node.tools, finish]
-        system = system_message(scenario, AGENT_INSTRUCTIONS, [scenario.action_map[n] for n in offered], AGENT_ANSWER)
-        schema = next_action_schema(offered)
+        tools = [scenario.action_map[name] for name in offered]
+        system = system_message(scenario, AGENT_INSTRUCTIONS, tools, AGENT_ANSWER)
+        schema = next_action_schema(tools)
         for _ in range(node.max_steps):
             if node.until is not None and holds(node.until, ctx):
                 break

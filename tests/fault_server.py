@@ -19,7 +19,11 @@ BEHAVIOURS = ("ok", "429", "500", "503", "hang", "malformed", "empty", "reasonin
 
 
 def instance(schema: dict[str, Any]) -> Any:
-    """A small value that fits ``schema`` (the subset the modes use: objects, arrays, enums, scalars)."""
+    """A small value that fits ``schema`` (the subset the modes use: choices, objects, arrays, enums, scalars)."""
+    if "anyOf" in schema:
+        return instance(schema["anyOf"][0])
+    if "const" in schema:
+        return schema["const"]
     if "enum" in schema:
         return schema["enum"][0]
     kind = schema.get("type", "string")

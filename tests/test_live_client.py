@@ -14,10 +14,11 @@ from harness.errors import ModelError
 from harness.models.base import ModelRequest, PolicyView, RequestMeta
 from harness.models.live import (LiveConfig, LiveSource, backoff_seconds, chat_completions_url, request_body,
                                  retry_after_seconds)
+from harness.scenario import ActionSpec
 from modes.proposals import next_action_schema
 
 KEY = "sk-test-MARKER-7f3a"
-SCHEMA = next_action_schema(["create_brief", "finish"])
+SCHEMA = next_action_schema([ActionSpec(name=n, description=n) for n in ("create_brief", "finish")])
 GOOD = {"choices": [{"message": {"role": "assistant", "content": '{"action": "finish", "args": {}}'}}],
         "usage": {"prompt_tokens": 11, "completion_tokens": 4, "total_tokens": 15}}
 

@@ -9,9 +9,16 @@ from harness.models.base import ModelRequest, PolicyView, RequestMeta
 from harness.models.exchange import Exchange, WireAttempt, interpret
 from harness.models.parsing import check_schema, extract_json, message_text, usage_of
 from harness.trace import ErrorInfo, Usage
+from harness.scenario import ActionSpec
 from modes.proposals import next_action_schema, plan_schema
 
-SCHEMA = next_action_schema(["create_brief", "wait_for_approval", "finish"])
+
+
+def specs(*names):
+    return [ActionSpec(name=name, description=name) for name in names]
+
+
+SCHEMA = next_action_schema(specs("create_brief", "wait_for_approval", "finish"))
 
 
 def body(content, reasoning=None, usage=None):
@@ -61,6 +68,21 @@ def test_a_truncated_answer_is_a_parse_error_not_its_inner_object(text):
     assert caught.value.kind == "parse"
 
 
+def test_raw_newlines_inside_strings_are_read():
+    """llama.cpp's grammar lets a model put a raw newline in a JSON string; the value is still clear."""
+    assert extract_json('{"action": "finish", "args": {"note": "two\nlines"}}') == {
+        "action": "finish", "args": {"note": "two\nlines"}}
+
+
+def test_args_must_fit_the_chosen_action():
+    schema = next_action_schema([ActionSpec(name="create_brief", description="d", args={
+        "type": "object", "properties": {"topic": {"type": "string"}}, "required": ["topic"]})])
+    check_schema({"action": "create_brief", "args": {"topic": "x"}}, schema)
+    with pytest.raises(ModelError) as caught:
+        check_schema({"action": "create_brief", "args": {}}, schema)
+    assert caught.value.kind == "schema"
+
+
 def test_a_malformed_but_closed_block_is_skipped():
     with pytest.raises(ModelError):
         extract_json('{oops} then [1, 2')  # skipped block, then an unterminated list: nothing to answer with
@@ -93,7 +115,7 @@ def test_unknown_action_and_missing_field_are_schema_errors():
         check_schema({"action": "launch_rockets", "args": {}}, SCHEMA)
     assert caught.value.kind == "schema" and "launch_rockets" in str(caught.value)
     with pytest.raises(ModelError) as caught:
-        check_schema({"plan": [{"action": "finish"}]}, plan_schema(["finish"], 3))
+        check_schema({"plan": [{"action": "finish"}]}, plan_schema(specs("finish"), 3))
     assert caught.value.kind == "schema" and "args" in str(caught.value)
     check_schema({"action": "finish", "args": {}}, SCHEMA)  # fits: no error
 

@@ -52,15 +52,19 @@ def usage_of(body: Any) -> Usage:
 
 
 def extract_json(text: str) -> Any:
-    """The JSON value in ``text``: the whole text, a fenced block, or the first balanced object in prose."""
+    """The JSON value in ``text``: the whole text, a fenced block, or the first balanced object in prose.
+
+    Raw control characters inside strings are accepted (``strict=False``): llama.cpp's grammar lets a
+    model put a newline inside a JSON string, and the value is still unambiguous.
+    """
     stripped = text.strip()
     candidates = [stripped] + [block.strip() for block in _FENCE.findall(text)]
     for candidate in candidates:
         try:
-            return json.loads(candidate)
+            return json.loads(candidate, strict=False)
         except json.JSONDecodeError:
             pass
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(strict=False)
     # Prose around the JSON: the first opening bracket that starts a complete value wins. A bracket that
     # starts something malformed is skipped whole when it closes; when it never closes (a reply cut at
     # the token limit), everything after it is inside it, and an inner object must not pass for the answer.
