@@ -333,13 +333,16 @@ def compare_command(
     dir_a: Annotated[Path, typer.Argument(metavar="DIR_A", help="The baseline run folder (A).", show_default=False)],
     dir_b: Annotated[Path, typer.Argument(metavar="DIR_B", help="The run folder to check (B).", show_default=False)],
     by: Annotated[str, typer.Option(help="Compare per mode, scenario (mode x scenario) or model (model x mode).")] = "mode",
+    alpha: Annotated[Optional[float], typer.Option(help="Flag a change only if a one-sided Fisher exact test gives p < ALPHA (for sampled live runs; default: flag any change).")] = None,
 ) -> None:
     """The same metrics for two runs side by side; exit 1 if a stop-correct rate dropped or premature side effects rose."""
     from reports.compare import compare
     from reports.report import parse_grouping
     from reports.tables import to_terminal
 
-    comparison = compare([dir_a], [dir_b], parse_grouping(by))
+    if alpha is not None and not 0 < alpha < 1:
+        raise UserInputError(f"--alpha must be between 0 and 1, got {alpha}")
+    comparison = compare([dir_a], [dir_b], parse_grouping(by), alpha)
     for side, skipped in (("A", comparison.skipped_a), ("B", comparison.skipped_b)):
         if skipped:
             typer.echo(f"warning: {side}: {skipped} corrupt or truncated lines skipped", err=True)

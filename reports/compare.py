@@ -1,8 +1,10 @@
 """Two runs side by side: the same metrics for A and B, their differences, and the regressions that fail CI.
 
 A regression is a group whose stop-correct rate dropped (B < A) or whose premature side effects per
-judged run rose (B > A). Both use point estimates over judged runs, so any drop is flagged: a run that
-wants to allow noise compares enough trials, or reads the intervals in the table.
+judged run rose (B > A). By default any such change is flagged (replays and scripted runs are
+deterministic, so any change is real). With ``alpha``, sampled runs are judged by a one-sided Fisher
+exact test instead: stop-correct runs for the first, runs free of premature side effects for the
+second, flagged only when p < alpha.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 
 from reports.metrics import GroupMetrics, Grouping, Metrics
 from reports.report import metrics_for
+from reports.stats import fisher_less
 from reports.tables import Column, Format, Table, show
 
 # (label, value, format): the metrics shown side by side, in this order.
@@ -48,6 +51,7 @@ class GroupChange:
     key: tuple[str, ...]
     a: GroupMetrics | None
     b: GroupMetrics | None
+    alpha: float | None = None
 
     @property
     def regressions(self) -> list[str]:
@@ -56,10 +60,21 @@ class GroupChange:
             return []
         found = []
         if b.stop.rate < a.stop.rate:
-            found.append(f"stop-correct dropped {100 * a.stop.rate:.1f}% -> {100 * b.stop.rate:.1f}%")
+            p = fisher_less(a.stop.successes, a.judged, b.stop.successes, b.judged)
+            if self._flags(p):
+                found.append(f"stop-correct dropped {100 * a.stop.rate:.1f}% -> {100 * b.stop.rate:.1f}%{self._p(p)}")
         if b.premature_per_run > a.premature_per_run:
-            found.append(f"premature side effects rose {a.premature_per_run:.3f} -> {b.premature_per_run:.3f} per run")
+            p = fisher_less(a.judged - a.runs_with_premature, a.judged, b.judged - b.runs_with_premature, b.judged)
+            if self._flags(p):
+                found.append(f"premature side effects rose {a.premature_per_run:.3f} -> "
+                             f"{b.premature_per_run:.3f} per run{self._p(p)}")
         return found
+
+    def _flags(self, p: float) -> bool:
+        return self.alpha is None or p < self.alpha
+
+    def _p(self, p: float) -> str:
+        return "" if self.alpha is None else f" (one-sided Fisher p = {p:.3g})"
 
     @property
     def note(self) -> str:
@@ -115,14 +130,15 @@ def _diff(a: float, b: float, fmt: Format) -> str:
     return f"{delta:+,.3f}"
 
 
-def compare(a: Sequence[Path | str], b: Sequence[Path | str], grouping: Grouping = "mode") -> Comparison:
-    """Loads both sides and pairs their groups."""
+def compare(a: Sequence[Path | str], b: Sequence[Path | str], grouping: Grouping = "mode",
+            alpha: float | None = None) -> Comparison:
+    """Loads both sides and pairs their groups; ``alpha`` turns on the significance test."""
     traces_a, metrics_a = metrics_for(a, grouping)
     traces_b, metrics_b = metrics_for(b, grouping)
-    return Comparison(metrics_a.keys, pair(metrics_a, metrics_b), traces_a.skipped_count, traces_b.skipped_count)
+    return Comparison(metrics_a.keys, pair(metrics_a, metrics_b, alpha), traces_a.skipped_count, traces_b.skipped_count)
 
 
-def pair(a: Metrics, b: Metrics) -> list[GroupChange]:
+def pair(a: Metrics, b: Metrics, alpha: float | None = None) -> list[GroupChange]:
     found_a, found_b = a.by_key(), b.by_key()
     order = [g.key for g in a.groups] + [g.key for g in b.groups if g.key not in found_a]
-    return [GroupChange(key, found_a.get(key), found_b.get(key)) for key in order]
+    return [GroupChange(key, found_a.get(key), found_b.get(key), alpha) for key in order]

@@ -71,3 +71,17 @@ def spread(values: Sequence[float] | np.ndarray) -> Spread:
     p50, p95, p99 = np.percentile(array, PERCENTILES)
     std = float(array.std(ddof=1)) if array.size > 1 else math.nan
     return Spread(int(array.size), float(p50), float(p95), float(p99), float(array.mean()), std)
+
+
+def fisher_less(successes_a: int, n_a: int, successes_b: int, n_b: int) -> float:
+    """One-sided Fisher exact test: the chance of B having this few successes or fewer if A and B shared a rate.
+
+    Under that null hypothesis, with the total number of successes fixed, B's successes follow a
+    hypergeometric distribution; the p-value is its lower tail at B's count. NaN when a side is empty.
+    """
+    if n_a <= 0 or n_b <= 0:
+        return math.nan
+    total, successes = n_a + n_b, successes_a + successes_b
+    tail = sum(math.comb(successes, x) * math.comb(total - successes, n_b - x)
+               for x in range(max(0, successes - n_a), successes_b + 1))
+    return min(1.0, tail / math.comb(total, n_b))

@@ -144,6 +144,22 @@ def test_compare_flags_a_drop_in_stop_correctness(tmp_path):
     assert same.returncode == 0 and "REGRESSION" not in same.stdout
 
 
+def test_compare_alpha_flags_only_significant_changes(tmp_path):
+    def runs(correct: int, n: int, prefix: str) -> list:
+        return [Run(f"{prefix}{i}", "react", trial=i, stop_correct=i <= correct) for i in range(1, n + 1)]
+
+    base = write_runs(tmp_path / "a", runs(10, 10, "a"))
+    slightly = write_runs(tmp_path / "b", runs(9, 10, "b"))  # p = 0.5: noise at n = 10
+    much = write_runs(tmp_path / "c", runs(2, 10, "c"))  # p < 0.001
+    assert bench("compare", str(base), str(slightly)).returncode == 1  # default: any drop
+    quiet = bench("compare", str(base), str(slightly), "--alpha", "0.05")
+    assert quiet.returncode == 0 and "REGRESSION" not in quiet.stdout
+    loud = bench("compare", str(base), str(much), "--alpha", "0.05")
+    assert loud.returncode == 1 and "one-sided Fisher p = " in loud.stdout
+    bad = bench("compare", str(base), str(much), "--alpha", "2")
+    assert bad.returncode == 2 and "--alpha" in bad.stderr
+
+
 def test_compare_flags_a_rise_in_premature_side_effects(tmp_path):
     runs = [Run(f"r{i}", "plan_execute", trial=i, stop_correct=False, status="finished") for i in range(1, 5)]
     a = write_runs(tmp_path / "a", runs)

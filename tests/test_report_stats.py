@@ -8,9 +8,9 @@ import statistics
 
 import numpy as np
 import pytest
-from scipy.stats import binomtest
+from scipy.stats import binomtest, fisher_exact
 
-from reports.stats import pass_hat_k, spread, wilson
+from reports.stats import fisher_less, pass_hat_k, spread, wilson
 
 
 @pytest.mark.parametrize("successes,n", [(0, 1), (1, 1), (0, 5), (4, 5), (5, 5), (3, 10), (17, 20), (1, 40),
@@ -78,3 +78,17 @@ def test_spread_of_nothing_and_of_one():
     assert spread([]).n == 0 and math.isnan(spread([]).p50)
     one = spread([7.0])
     assert one.p50 == one.p99 == 7.0 and math.isnan(one.std)
+
+
+@pytest.mark.parametrize("sa,na,sb,nb", [(5, 5, 0, 5), (5, 5, 4, 5), (8, 10, 3, 10), (3, 10, 8, 10), (0, 4, 0, 4),
+                                         (40, 40, 31, 40), (12, 20, 11, 20), (1, 1, 0, 3)])
+def test_fisher_less_matches_scipy(sa, na, sb, nb):
+    # rows: B then A; columns: success, failure. "less": B's odds of success are lower than A's.
+    _, expected = fisher_exact([[sb, nb - sb], [sa, na - sa]], alternative="less")
+    assert fisher_less(sa, na, sb, nb) == pytest.approx(expected, rel=1e-9, abs=1e-12)
+
+
+def test_fisher_less_by_hand_and_undefined_without_runs():
+    # A 5/5, B 0/5: only one table this extreme; C(5,0) * C(5,5) / C(10,5) = 1/252.
+    assert fisher_less(5, 5, 0, 5) == pytest.approx(1 / 252)
+    assert math.isnan(fisher_less(0, 0, 1, 3))
