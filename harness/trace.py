@@ -6,7 +6,7 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -140,8 +140,11 @@ class TraceReadReport(BaseModel):
     skipped_lines: list[int] = []
 
 
-def read_events(path: Path, report: TraceReadReport | None = None) -> Iterator[TraceEvent]:
-    """Yields valid events in file order; a truncated or corrupt line is skipped and counted."""
+Record = TypeVar("Record", bound=BaseModel)
+
+
+def read_records(path: Path, record_type: type[Record], report: TraceReadReport | None = None) -> Iterator[Record]:
+    """Yields the valid records of a JSONL file in order; a truncated or corrupt line is skipped and counted."""
     report = report if report is not None else TraceReadReport()
     with open(path, encoding="utf-8", errors="replace") as handle:
         for number, line in enumerate(handle, start=1):
@@ -149,10 +152,15 @@ def read_events(path: Path, report: TraceReadReport | None = None) -> Iterator[T
                 continue
             report.lines += 1
             try:
-                yield TraceEvent.model_validate_json(line)
+                yield record_type.model_validate_json(line)
             except ValidationError:
                 report.skipped += 1
                 report.skipped_lines.append(number)
+
+
+def read_events(path: Path, report: TraceReadReport | None = None) -> Iterator[TraceEvent]:
+    """The events of a ``traces.jsonl``, skipping and counting bad lines."""
+    return read_records(path, TraceEvent, report)
 
 
 def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:

@@ -15,10 +15,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from harness.models.base import ModelReply, ModelRequest
 from harness.models.exchange import Exchange, interpret
+from harness.trace import TraceReadReport, read_records
 
 RECORDING_FILE = "recording.jsonl"
 RECORDING_SCHEMA_VERSION = 1
@@ -115,26 +116,6 @@ class RecordingModel:
         return interpret(request, exchange)
 
 
-class RecordingReadReport(BaseModel):
-    """Lines of a recording that did not load (a run interrupted mid-line leaves one)."""
-
-    entries: int = 0
-    skipped_lines: list[int] = []
-
-
-def read_recording(path: Path, report: RecordingReadReport | None = None) -> dict[RecordKey, RecordEntry]:
-    """Loads a ``recording.jsonl`` keyed for replay; unreadable lines are skipped and counted."""
-    report = report if report is not None else RecordingReadReport()
-    entries: dict[RecordKey, RecordEntry] = {}
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                entry = RecordEntry.model_validate_json(line)
-            except ValidationError:
-                report.skipped_lines.append(number)
-                continue
-            entries[entry.key] = entry
-            report.entries += 1
-    return entries
+def read_recording(path: Path, report: TraceReadReport | None = None) -> dict[RecordKey, RecordEntry]:
+    """Loads a ``recording.jsonl`` keyed for replay; unreadable lines (a run cut mid-line) are skipped and counted."""
+    return {entry.key: entry for entry in read_records(path, RecordEntry, report)}

@@ -13,7 +13,8 @@ from typing import Any
 from harness.errors import ModelError, UserInputError
 from harness.models.base import ModelReply, ModelRequest
 from harness.models.exchange import interpret
-from harness.models.recording import RECORDING_FILE, Occurrences, RecordEntry, RecordingReadReport, RecordKey, read_recording
+from harness.models.recording import RECORDING_FILE, Occurrences, RecordEntry, RecordKey, read_recording
+from harness.trace import TraceReadReport
 
 
 class ReplaySource:
@@ -28,7 +29,7 @@ class ReplaySource:
             self.manifest: dict[str, Any] = json.loads(manifest_path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as exc:
             raise UserInputError(f"--model replay:{folder}: manifest.json unreadable: {exc}") from exc
-        self.read_report = RecordingReadReport()
+        self.read_report = TraceReadReport()
         self.entries: dict[RecordKey, RecordEntry] = read_recording(recording, self.read_report)
         self.label = str(self.manifest.get("model", "unknown"))
 
