@@ -17,7 +17,6 @@ Run: .venv/bin/python benchmarks/run_overhead.py [--trials N]
 from __future__ import annotations
 
 import argparse
-import asyncio
 import statistics
 import sys
 import tempfile
@@ -31,30 +30,23 @@ from harness.models.base import ModelSource  # noqa: E402
 from harness.models.live import LiveConfig, LiveSource, chat_completions_url  # noqa: E402
 from harness.models.replay import ReplaySource  # noqa: E402
 from harness.models.scripted import ScriptedSource  # noqa: E402
-from harness.runner import MatrixConfig, cells_for, run_matrix  # noqa: E402
+from harness.runner import MatrixConfig, RunFolder, cells_for  # noqa: E402
 from harness.scenario import load_all  # noqa: E402
-from harness.trace import TraceEvent, TraceWriter, read_events  # noqa: E402
+from harness.session import execute  # noqa: E402
+from harness.trace import TraceEvent, read_events  # noqa: E402
 from modes import select_modes  # noqa: E402
 
 RECORDING = ROOT / "results" / "recorded" / "smollm2-135m"
 
 
-def run(source: ModelSource, scenarios: list, modes: list[str], trials: int, folder: Path) -> tuple[float, list[TraceEvent]]:
-    """Runs a matrix with traces written to a real file; returns wall seconds and the events."""
-    path = folder / f"{source.label.replace(':', '_')}.jsonl"
+def run(source: ModelSource, scenarios: list, modes: list[str], trials: int, run_dir: Path) -> tuple[float, list[TraceEvent]]:
+    """Runs a matrix the way ``bench run`` does, traces written to a real file; returns wall seconds and the events."""
+    run_dir.mkdir(parents=True)
     config = MatrixConfig(model=source, seed=0)
-
-    async def go() -> None:
-        try:
-            await run_matrix(cells_for(scenarios, modes, trials), config, writer.write)
-        finally:
-            await source.aclose()  # in the loop that used it: a live client's connections belong to it
-
-    with TraceWriter(path) as writer:
-        started = time.perf_counter()
-        asyncio.run(go())
-        elapsed = time.perf_counter() - started
-    return elapsed, list(read_events(path))
+    started = time.perf_counter()
+    execute(cells_for(scenarios, modes, trials), config, RunFolder(run_dir, {}, config.clock))
+    elapsed = time.perf_counter() - started
+    return elapsed, list(read_events(run_dir / "traces.jsonl"))
 
 
 def calls(events: list[TraceEvent]) -> list[TraceEvent]:
@@ -72,7 +64,7 @@ def live_measurement(scenarios: dict, trials: int, folder: Path) -> tuple[float,
         return None
     try:
         config = LiveConfig(url=chat_completions_url(server.base_url), model=server.model, response_format="json_object")
-        _, events = run(LiveSource(config), [scenarios["blog_brief_approval"]], select_modes(["all"]), trials, folder)
+        _, events = run(LiveSource(config), [scenarios["blog_brief_approval"]], select_modes(["all"]), trials, folder / "live")
     finally:
         server.stop()
     model_calls = calls(events)
@@ -103,11 +95,12 @@ def main() -> None:
             recorded = calls(list(read_events(RECORDING / "traces.jsonl")))
             reference_ms = statistics.median(c.latency_ms or 0.0 for c in recorded)
             reference = f"median call in the committed recording ({len(recorded)} calls; not measured in this run)"
-        seconds, events = run(ScriptedSource("random"), list(scenarios.values()), modes, args.trials, folder)
+        seconds, events = run(ScriptedSource("random"), list(scenarios.values()), modes, args.trials, folder / "scripted")
         rows.append(("scripted: whole matrix, no model", len(calls(events)), seconds / len(calls(events)) * 1e6))
         replay = ReplaySource(RECORDING)
         recorded_scenarios = [scenarios[s] for s in replay.manifest["scenarios"] if s in scenarios]
-        seconds, events = run(replay, recorded_scenarios, replay.manifest["modes"], int(replay.manifest["trials"]), folder)
+        seconds, events = run(replay, recorded_scenarios, replay.manifest["modes"], int(replay.manifest["trials"]),
+                              folder / "replay")
         rows.append(("replay: committed recording", len(calls(events)), seconds / len(calls(events)) * 1e6))
 
     print(f"reference model call: {reference_ms:,.1f} ms = {reference}")

@@ -6,7 +6,7 @@ import os
 import sys
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Optional
 
 import typer
 from typer.exceptions import Abort, TyperException
@@ -16,10 +16,11 @@ from harness.errors import UserInputError
 from harness.gateway import GATEWAY_POLICIES
 from harness.models import resolve_model
 from harness.models.base import ModelSource
-from harness.runner import MatrixConfig, RunFolder, cells_for, prepare_out_dir
-from harness.scenario import Scenario, load_all, select_scenarios
+from harness.progress import MatrixProgress
+from harness.scenario import load_all, select_scenarios
 from harness.summary import mode_table
 from harness.trace import TraceWriter
+from modes import MODES, select_modes
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 # The committed recording of the bundled real model: what `bench run` replays when given no model.
@@ -49,8 +50,6 @@ ScenariosDir = Annotated[Optional[Path], typer.Option("--scenarios-dir", help="F
 @app.command("list")
 def list_command(scenarios_dir: ScenariosDir = None) -> None:
     """List the control modes and the scenarios."""
-    from modes import MODES, select_modes
-
     rows = [[name, MODES[name].summary] for name in select_modes(["all"])]
     typer.echo(tabulate(rows, headers=["mode", "what decides the next step"], tablefmt="simple"))
     typer.echo()
@@ -63,7 +62,6 @@ def list_command(scenarios_dir: ScenariosDir = None) -> None:
 def check_scenarios_command(scenarios_dir: ScenariosDir = None) -> None:
     """Sanity-check every scenario: its reference path meets its oracle; scripted:eager fares as declared."""
     from harness.sanity import check_scenario
-    from modes import select_modes
 
     modes = select_modes(["all"])
     reports = [check_scenario(s, modes) for s in load_all(scenarios_dir or default_scenarios_dir()).values()]
@@ -110,7 +108,7 @@ def run_command(
     scenarios_dir: ScenariosDir = None,
 ) -> None:
     """Run the matrix scenario x mode x trial and write traces.jsonl and manifest.json."""
-    from harness.session import LiveOptions, live_config, local_config
+    from harness import session
 
     live = live or local_model
     live_flags = {"--temperature": temperature, "--max-tokens": max_tokens, "--response-format": response_format,
@@ -128,122 +126,52 @@ def run_command(
     if replace and out is None:
         raise UserInputError("--replace needs --out: the folder whose run is replaced")
 
-    _check_names(mode, scenario, scenarios_dir)  # named modes and scenarios fail first, whatever the model
-
-    manifest: dict[str, Any] = {}
+    folder = scenarios_dir or default_scenarios_dir()
+    mode_names, scenario_names = split_names(mode), split_names(scenario)
+    select_modes(mode_names)  # named modes and scenarios fail first, whatever the model
+    select_scenarios(folder, scenario_names)
     if live:
-        options = LiveOptions(**{name: value for name, value in {
+        options = session.LiveOptions(**{name: value for name, value in {
             "response_format": response_format, "disable_thinking": no_thinking, "temperature": temperature,
             "max_tokens": max_tokens, "timeout_s": timeout, "retries": retries, "backoff_s": backoff,
             "concurrency": concurrency}.items() if value is not None})  # type: ignore[arg-type]
         # Checked before the server starts, so a bad flag costs nothing; the key is read here and only here.
-        live_settings = None if local_model else live_config(os.environ, options)
+        live_settings = None if local_model else session.live_config(os.environ, options)
         options.check()
         source: ModelSource | None = None
     else:
         source = resolve_model(model or f"replay:{RECORDED_MODEL}")
-        manifest.update(_replay_defaults(source))
-    recorded = manifest.pop("recorded_matrix", None)
-    modes, scenarios, trials, seed = _matrix(mode, scenario, trials, seed, scenarios_dir, recorded)
-    out_dir, staging = _out_dir(out, replace)  # refused here, before a model server is started for nothing
+    matrix = session.plan_matrix(source, mode_names, scenario_names, trials, seed, folder)
+    for note in matrix.notes:
+        typer.echo(f"note: {note}", err=True)
+    out_dir, staging = session.out_folder(out, replace, default_results_dir())  # before a server starts for nothing
 
     with ExitStack() as stack:
+        manifest = dict(matrix.manifest)
         if live:
             from harness.models.live import LiveSource
             from harness.models.recording import RECORDING_FILE, RecordingSource
-            from harness.session import live_manifest
 
             if local_model:
                 from harness.models.server import LocalModelServer
 
                 typer.echo("starting the bundled model server (SmolLM2-135M, llama.cpp) ...", err=True)
                 server = stack.enter_context(LocalModelServer())
-                live_settings = local_config(server.base_url, server.model, options)
+                live_settings = session.local_config(server.base_url, server.model, options)
             assert live_settings is not None
-            manifest.update(live_manifest(live_settings, local_model=local_model))
+            manifest.update(session.live_manifest(live_settings, local_model=local_model))
             recorder = stack.enter_context(TraceWriter(out_dir / RECORDING_FILE))
             source = RecordingSource(LiveSource(live_settings), recorder.write)
         assert source is not None
-        outcomes, folder = _run_matrix(source, modes, scenarios, trials, seed, gateway, concurrency, out_dir, manifest)
-    final = folder.path
+        progress = stack.enter_context(MatrixProgress(len(matrix.modes) * len(matrix.scenarios) * matrix.trials))
+        outcomes, run = session.run_into(source, matrix, gateway, concurrency, out_dir, manifest, sys.argv,
+                                         on_done=lambda cell, outcome: progress.done(outcome))
+    final = run.path
     if staging and out is not None:
-        from harness.session import swap_in
-
-        swap_in(out_dir, out)
+        session.swap_in(out_dir, out)
         final = out
     typer.echo(mode_table(outcomes))
     typer.echo(f"\n{len(outcomes)} runs, traces in {final / 'traces.jsonl'}")
-
-
-def _check_names(mode: list[str] | None, scenario: list[str] | None, scenarios_dir: Path | None) -> None:
-    from modes import select_modes
-
-    select_modes(split_names(mode))
-    select_scenarios(scenarios_dir or default_scenarios_dir(), split_names(scenario))
-
-
-def _replay_defaults(source: ModelSource) -> dict[str, Any]:
-    """For a replayed source: the manifest lines saying so, and the recorded matrix to default to."""
-    from harness.models.replay import ReplaySource
-
-    if not isinstance(source, ReplaySource):
-        return {"model_source": source.label.partition(":")[0]}
-    recorded = source.manifest
-    return {"model_source": "replay", "replay_of": str(source.folder),
-            "recorded_matrix": {key: recorded.get(key) for key in ("modes", "scenarios", "trials", "seed")}}
-
-
-def _matrix(mode: list[str] | None, scenario: list[str] | None, trials: int | None, seed: int | None,
-            scenarios_dir: Path | None, recorded: dict[str, Any] | None) -> tuple[list[str], list[Scenario], int, int]:
-    """Modes, scenarios, trials and seed; a replay defaults each to the recorded matrix."""
-    from modes import MODES, select_modes
-
-    folder = scenarios_dir or default_scenarios_dir()
-    mode_names, scenario_names = split_names(mode), split_names(scenario)
-    if recorded is None:
-        return select_modes(mode_names), select_scenarios(folder, scenario_names), trials or 1, seed or 0
-    if seed is not None and seed != recorded.get("seed"):
-        raise UserInputError(f"--seed {seed}: the recording was sampled with seed {recorded.get('seed')}; "
-                             "a replay keeps its seed")
-    if not mode_names:
-        mode_names = [name for name in recorded.get("modes") or [] if name in MODES]
-    if not scenario_names:
-        available = set(load_all(folder))
-        wanted = recorded.get("scenarios") or []
-        scenario_names = [name for name in wanted if name in available]
-        left_out = sorted(available - set(wanted))
-        if left_out:
-            typer.echo(f"note: the recording does not cover {', '.join(left_out)}; re-record to include them "
-                       "(README: recording and replay)", err=True)
-    return (select_modes(mode_names), select_scenarios(folder, scenario_names), trials or int(recorded.get("trials") or 1),
-            int(recorded.get("seed") or 0))
-
-
-def _out_dir(out: Path | None, replace: bool) -> tuple[Path, bool]:
-    """The folder this run writes to; with --replace, a staging folder swapped in at the end."""
-    from harness.clock import SystemClock
-
-    if replace and out is not None and out.exists():
-        from harness.session import staging_dir
-
-        return prepare_out_dir(staging_dir(out), default_results_dir(), SystemClock()), True
-    return prepare_out_dir(out, default_results_dir(), SystemClock()), False
-
-
-def _run_matrix(source: ModelSource, modes: list[str], scenarios: list[Scenario], trials: int, seed: int,
-                gateway: str, concurrency: int, out_dir: Path, extra: dict[str, Any]) -> tuple[list[tuple[str, Any]], RunFolder]:
-    """Runs the matrix into ``out_dir`` with a progress bar; returns (mode, outcome) pairs in cell order."""
-    from harness.progress import MatrixProgress
-    from harness.session import execute
-
-    config = MatrixConfig(model=source, seed=seed, concurrency=concurrency, gateway_policy=gateway)  # type: ignore[arg-type]
-    folder = RunFolder(out_dir, {"command": sys.argv, "modes": modes, "scenarios": [s.id for s in scenarios],
-                                 "model": source.label, "trials": trials, "seed": seed, "gateway_policy": gateway,
-                                 "concurrency": concurrency, **extra}, config.clock)
-    cells = cells_for(scenarios, modes, trials)
-    with MatrixProgress(len(cells)) as progress:
-        outcomes = execute(cells, config, folder, on_done=lambda cell, outcome: progress.done(outcome))
-    return [(cell.mode, outcome) for cell, outcome in zip(cells, outcomes)], folder
 
 
 @app.command("replay")
@@ -253,35 +181,20 @@ def replay_command(
     scenarios_dir: ScenariosDir = None,
 ) -> None:
     """Re-run a recorded matrix offline and compare it with the recording: exit 0 if every run matches, else 1."""
-    from harness.models.replay import ReplaySource
-    from harness.replay_check import compare_traces
-    from harness.trace import read_events
-    from modes import MODES
+    from harness import session
 
-    source = ReplaySource(folder)
-    recorded_trace = folder / "traces.jsonl"
-    if not recorded_trace.is_file():
-        raise UserInputError(f"{folder}: no traces.jsonl to compare with")
-    recorded = source.manifest
-    available = load_all(scenarios_dir or default_scenarios_dir())
-    for kind, names, known in (("scenario", recorded.get("scenarios") or [], available),
-                               ("mode", recorded.get("modes") or [], MODES)):
-        for name in names:
-            if name not in known:
-                typer.echo(f"note: recorded {kind} '{name}' no longer exists; its runs cannot be replayed", err=True)
-    modes = [name for name in recorded.get("modes") or [] if name in MODES]
-    scenarios = [available[name] for name in recorded.get("scenarios") or [] if name in available]
-    out_dir, _ = _out_dir(out, False)
-    outcomes, run = _run_matrix(source, modes, scenarios, int(recorded.get("trials") or 1), int(recorded.get("seed") or 0),
-                                str(recorded.get("gateway_policy", "enforce")), 1, out_dir,
-                                {"model_source": "replay", "replay_of": str(folder)})
-    divergences = compare_traces(read_events(recorded_trace), read_events(run.path / "traces.jsonl"))
-    if not divergences:
-        typer.echo(f"replay of {folder}: {len(outcomes)} runs, every run's events and outcome match the recording")
+    out_dir, _ = session.out_folder(out, False, default_results_dir())
+    with MatrixProgress(None) as progress:
+        check = session.replay_recording(folder, scenarios_dir or default_scenarios_dir(), out_dir, sys.argv,
+                                         on_done=lambda cell, outcome: progress.done(outcome))
+    for note in check.notes:
+        typer.echo(f"note: {note}", err=True)
+    if not check.divergences:
+        typer.echo(f"replay of {folder}: {len(check.outcomes)} runs, every run's events and outcome match the recording")
         return
-    for divergence in divergences:
+    for divergence in check.divergences:
         typer.echo(divergence.describe())
-    typer.echo(f"\n{len(divergences)} runs differ from the recording in {folder}; the replay is in {run.path}")
+    typer.echo(f"\n{len(check.divergences)} runs differ from the recording in {folder}; the replay is in {check.replay_path}")
     raise typer.Exit(1)
 
 

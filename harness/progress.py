@@ -13,7 +13,7 @@ from harness.trace import RunOutcome
 class MatrixProgress:
     """Shown only when stderr is a terminal, so logs and captured output stay clean."""
 
-    def __init__(self, total: int, *, console: Console | None = None):
+    def __init__(self, total: int | None, *, console: Console | None = None):  # None: not known up front
         self.console = console or Console(stderr=True)
         self.errors = 0
         self._progress = Progress(

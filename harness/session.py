@@ -1,6 +1,8 @@
-"""What ``bench run`` and ``bench replay`` share: the live settings, running a matrix into its folder, swapping folders.
+"""What ``bench run`` and ``bench replay`` do between parsing flags and printing: the live settings, the
+matrix a run covers (a replay defaults to the recorded one), its output folder, running it into that
+folder, and checking a replay against its recording.
 
-It reads no environment itself: the CLI hands it the variables it read.
+It reads no environment and prints nothing: the CLI hands it what it read and prints what comes back.
 """
 
 from __future__ import annotations
@@ -8,17 +10,23 @@ from __future__ import annotations
 import asyncio
 import shutil
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import httpx
 
+from harness.clock import SystemClock
 from harness.errors import UserInputError
+from harness.models.base import ModelSource
 from harness.models.live import RESPONSE_FORMATS, LiveConfig, ResponseFormat, chat_completions_url
-from harness.runner import Cell, MatrixConfig, RunFolder, run_matrix
-from harness.trace import RunOutcome
+from harness.models.replay import ReplaySource
+from harness.replay_check import Divergence, compare_traces
+from harness.runner import Cell, MatrixConfig, RunFolder, cells_for, prepare_out_dir, run_matrix
+from harness.scenario import Scenario, load_all, select_scenarios
+from harness.trace import RunOutcome, read_events
+from modes import MODES, select_modes
 
 ENV_VARS = ("LLM_API_URL", "LLM_MODEL", "LLM_API_KEY")
 
@@ -150,3 +158,97 @@ def swap_in(staging: Path, target: Path) -> None:
     staging.rename(target)
     if retired.exists():
         shutil.rmtree(retired)
+
+
+# ---------------------------------------------------------------- the matrix, its folder, running it
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """What a run covers, the notes the user should read about it, and what its manifest adds."""
+
+    modes: list[str]
+    scenarios: list[Scenario]
+    trials: int
+    seed: int
+    notes: tuple[str, ...] = ()
+    manifest: dict[str, Any] = field(default_factory=dict)
+
+
+def plan_matrix(source: ModelSource | None, mode_names: list[str], scenario_names: list[str], trials: int | None,
+                seed: int | None, scenarios_dir: Path) -> Matrix:
+    """Modes, scenarios, trials and seed; a replay defaults each to the recorded matrix (``source`` None: live)."""
+    if not isinstance(source, ReplaySource):
+        manifest = {} if source is None else {"model_source": source.label.partition(":")[0]}
+        return Matrix(select_modes(mode_names), select_scenarios(scenarios_dir, scenario_names), trials or 1,
+                      seed or 0, manifest=manifest)
+    recorded = source.manifest
+    if seed is not None and seed != recorded.get("seed"):
+        raise UserInputError(f"--seed {seed}: the recording was sampled with seed {recorded.get('seed')}; "
+                             "a replay keeps its seed")
+    notes = []
+    if not mode_names:
+        mode_names = [name for name in recorded.get("modes") or [] if name in MODES]
+    if not scenario_names:
+        available = set(load_all(scenarios_dir))
+        wanted = recorded.get("scenarios") or []
+        scenario_names = [name for name in wanted if name in available]
+        left_out = sorted(available - set(wanted))
+        if left_out:
+            notes.append(f"the recording does not cover {', '.join(left_out)}; re-record to include them "
+                         "(README: recording and replay)")
+    return Matrix(select_modes(mode_names), select_scenarios(scenarios_dir, scenario_names),
+                  trials or int(recorded.get("trials") or 1), int(recorded.get("seed") or 0), tuple(notes),
+                  {"model_source": "replay", "replay_of": str(source.folder)})
+
+
+def out_folder(out: Path | None, replace: bool, results_root: Path) -> tuple[Path, bool]:
+    """The folder a run writes to, and whether it is a staging folder to swap in at the end (``--replace``)."""
+    if replace and out is not None and out.exists():
+        return prepare_out_dir(staging_dir(out), results_root, SystemClock()), True
+    return prepare_out_dir(out, results_root, SystemClock()), False
+
+
+def run_into(source: ModelSource, matrix: Matrix, gateway: str, concurrency: int, out_dir: Path,
+             manifest: dict[str, Any], argv: list[str],
+             on_done: Callable[[Cell, RunOutcome], None] | None = None) -> tuple[list[tuple[str, RunOutcome]], RunFolder]:
+    """Runs the matrix into ``out_dir``; returns (mode, outcome) pairs in cell order and the folder."""
+    config = MatrixConfig(model=source, seed=matrix.seed, concurrency=concurrency, gateway_policy=gateway)  # type: ignore[arg-type]
+    folder = RunFolder(out_dir, {"command": argv, "modes": matrix.modes, "scenarios": [s.id for s in matrix.scenarios],
+                                 "model": source.label, "trials": matrix.trials, "seed": matrix.seed,
+                                 "gateway_policy": gateway, "concurrency": concurrency, **manifest}, config.clock)
+    cells = cells_for(matrix.scenarios, matrix.modes, matrix.trials)
+    outcomes = execute(cells, config, folder, on_done)
+    return [(cell.mode, outcome) for cell, outcome in zip(cells, outcomes)], folder
+
+
+@dataclass(frozen=True)
+class ReplayCheck:
+    """A recorded matrix run again offline, and how its trace differs from the recorded one."""
+
+    outcomes: list[tuple[str, RunOutcome]]
+    divergences: list[Divergence]
+    notes: tuple[str, ...]
+    replay_path: Path
+
+
+def replay_recording(folder: Path, scenarios_dir: Path, out_dir: Path, argv: list[str],
+                     on_done: Callable[[Cell, RunOutcome], None] | None = None) -> ReplayCheck:
+    """Re-runs the recorded matrix with the recorded answers and compares the two traces run by run."""
+    source = ReplaySource(folder)
+    recorded_trace = folder / "traces.jsonl"
+    if not recorded_trace.is_file():
+        raise UserInputError(f"{folder}: no traces.jsonl to compare with")
+    recorded = source.manifest
+    available = load_all(scenarios_dir)
+    notes = tuple(f"recorded {kind} '{name}' no longer exists; its runs cannot be replayed"
+                  for kind, names, known in (("scenario", recorded.get("scenarios") or [], available),
+                                             ("mode", recorded.get("modes") or [], MODES))
+                  for name in names if name not in known)
+    matrix = Matrix([name for name in recorded.get("modes") or [] if name in MODES],
+                    [available[name] for name in recorded.get("scenarios") or [] if name in available],
+                    int(recorded.get("trials") or 1), int(recorded.get("seed") or 0))
+    outcomes, run = run_into(source, matrix, str(recorded.get("gateway_policy", "enforce")), 1, out_dir,
+                             {"model_source": "replay", "replay_of": str(folder)}, argv, on_done)
+    divergences = compare_traces(read_events(recorded_trace), read_events(run.path / "traces.jsonl"))
+    return ReplayCheck(outcomes, divergences, notes, run.path)
