@@ -33,6 +33,7 @@ class RunTrace:
     def __init__(self, sink: Callable[[TraceEvent], None], info: RunInfo, clock: Clock):
         self._sink, self.info, self._clock = sink, info, clock
         self.seq = 0
+        self.last_step = 0  # the step of the latest event: where a failure after a model call belongs
         self.llm_calls = 0
         self.usage = Usage()
         self.errors: Counter[str] = Counter()
@@ -49,6 +50,7 @@ class RunTrace:
             latency_ms=latency_ms, usage=usage, error=error, detail=detail, outcome=outcome,
         )
         self.seq += 1
+        self.last_step = step
         if error is not None:
             self.errors[error.kind] += 1
         self._sink(event)
@@ -84,6 +86,7 @@ class RunContext:
         try:
             reply = await self.model.complete(request)
         except ModelError as exc:
+            exc.step = step
             self._trace_retries(exc.failed_attempts, step)
             if isinstance(exc.answer, ModelReply):
                 # The model answered but the answer is unreadable: the call and its tokens still count.

@@ -54,4 +54,5 @@ class ModelError(BenchError):
         # answer: the model's unreadable reply (a ModelReply with no proposal) when it did answer,
         # so its tokens and latency are still traced
         self.kind, self.failed_attempts, self.answer = kind, failed_attempts, answer
+        self.step: int | None = None  # the agent step whose request failed, set where the request is made
         super().__init__(message)

@@ -77,8 +77,9 @@ async def run_cell(cell: Cell, config: MatrixConfig, sink: Callable[[TraceEvent]
     try:
         result = await get_mode(cell.mode).run(ctx)
     except ModelError as exc:
-        trace.emit(step=gateway.records[-1].step if gateway.records else 0, decision_maker="runtime", kind="error",
-                   result="run_error", error=ErrorInfo(kind=exc.kind, message=str(exc)))
+        # A failed request names its step; an answer the mode could not use belongs to the step just traced.
+        trace.emit(step=exc.step if exc.step is not None else trace.last_step, decision_maker="runtime",
+                   kind="error", result="run_error", error=ErrorInfo(kind=exc.kind, message=str(exc)))
         result = ModeResult("error")
     except Exception as exc:  # a bug in a mode must not take the matrix down; the trace keeps it
         trace.emit(step=0, decision_maker="runtime", kind="error", result="run_error",

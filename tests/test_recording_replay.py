@@ -97,6 +97,7 @@ def test_replay_miss_names_scenario_mode_trial_and_step(recorded, tmp_path):
     misses = [e for e in read_events(out / "traces.jsonl") if e.error is not None and e.error.kind == "replay_miss"]
     assert len(misses) == 1 and misses[0].trial == 3
     assert "scenario 'blog_brief_approval', mode 'react', trial 3, step 1" in misses[0].error.message
+    assert misses[0].step == 1  # the error event sits at the step whose request missed
 
 
 def test_repeated_identical_requests_get_their_own_answers(tmp_path):
