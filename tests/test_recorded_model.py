@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from harness.cli import RECORDED_MODEL, app
@@ -20,9 +21,19 @@ def test_committed_recording_is_there_and_real():
     assert (RECORDED_MODEL / RECORDING_FILE).stat().st_size > 0
 
 
-def test_committed_recording_replays_without_drift(tmp_path):
+RECORDINGS = sorted(p.parent for p in RECORDED_MODEL.parent.glob(f"*/{RECORDING_FILE}"))
+
+
+def test_the_audit_recording_is_committed_too():
+    assert RECORDED_MODEL in RECORDINGS and RECORDED_MODEL.with_name("smollm2-135m-audit") in RECORDINGS
+    audit = json.loads((RECORDED_MODEL.with_name("smollm2-135m-audit") / "manifest.json").read_text())
+    assert audit["gateway_policy"] == "audit" and audit["model_source"] == "live"
+
+
+@pytest.mark.parametrize("recording", RECORDINGS, ids=lambda p: p.name)
+def test_committed_recording_replays_without_drift(recording, tmp_path):
     """Fails when a prompt, a mode, a scenario or the parsing changed since the recording: re-record (README)."""
-    result = CliRunner().invoke(app, ["replay", str(RECORDED_MODEL), "--out", str(tmp_path / "replay")])
+    result = CliRunner().invoke(app, ["replay", str(recording), "--out", str(tmp_path / "replay")])
     assert result.exit_code == 0, result.output
     assert "every run's events and outcome match the recording" in result.output
 
