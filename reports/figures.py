@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from reports.metrics import DECISION_MAKERS, Metrics
@@ -44,10 +45,7 @@ def stop_correctness(metrics: Metrics) -> Plot:
     ax.errorbar(shown, y, xerr=error, fmt="none", ecolor="black", capsize=4, linewidth=1)
     for yi, g in zip(y, metrics.groups):
         ax.text(1.02, yi, f"{g.stop.successes}/{g.stop.n}", va="center", fontsize=8)
-    ax.set_yticks(y, labels)
-    ax.invert_yaxis()
-    ax.set_xlim(0, 1.12)
-    ax.set_xticks([0, 0.25, 0.5, 0.75, 1.0], ["0%", "25%", "50%", "75%", "100%"])
+    _share_axis(ax, y, labels, room=0.12)  # room on the right for the correct / judged counts
     ax.set_xlabel("stop-correct runs (bars: rate; whiskers: Wilson 95% interval; right: correct / judged)")
     ax.set_title("Stop-correctness")
     return Plot("stop_correctness", "Stop-correctness with Wilson 95% intervals", fig)
@@ -69,6 +67,14 @@ def latency(metrics: Metrics, samples: dict[tuple[str, ...], tuple[np.ndarray, n
     axes[0].invert_yaxis()
     fig.suptitle("Latency distribution")
     return Plot("latency", "Latency per run and per model call", fig)
+
+
+def _share_axis(ax: Axes, y: np.ndarray, labels: list[str], room: float = 0.0) -> None:
+    """Groups top to bottom on y, shares from 0% to 100% on x."""
+    ax.set_yticks(y, labels)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1 + room)
+    ax.set_xticks([0, 0.25, 0.5, 0.75, 1.0], ["0%", "25%", "50%", "75%", "100%"])
 
 
 def _finite(values: np.ndarray) -> np.ndarray:
@@ -108,10 +114,7 @@ def decision_share(metrics: Metrics) -> Plot:
         if share.any():
             ax.barh(y, share, left=left, color=COLOURS.get(maker), label=maker)
             left += share
-    ax.set_yticks(y, labels)
-    ax.invert_yaxis()
-    ax.set_xlim(0, 1)
-    ax.set_xticks([0, 0.25, 0.5, 0.75, 1.0], ["0%", "25%", "50%", "75%", "100%"])
+    _share_axis(ax, y, labels)
     ax.set_xlabel("share of the events that record a choice")
     ax.set_title("Who decided")
     if left.any():

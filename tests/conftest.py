@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -27,6 +30,24 @@ def run_offline(scenario: Scenario, modes: list[str], policy: str, *, trials: in
                           clock=FakeClock(), new_run_id=lambda: f"run-{next(counter)}")
     outcomes = asyncio.run(run_matrix(cells_for([scenario], modes, trials), config, events.append))
     return events, outcomes
+
+
+def bench_process(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """Runs ``bench`` as a user would, in a child process, with no LLM_* variables unless given."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("LLM_")}
+    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd, capture_output=True, text=True,
+                          env={**clean, **(env or {})})
+
+
+def bench_main(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture, *args: str) -> tuple[int, str, str]:
+    """Runs the real entry point in-process: exit code, stdout, stderr."""
+    from harness.cli import main
+
+    monkeypatch.setattr(sys, "argv", ["bench", *args])
+    with pytest.raises(SystemExit) as stopped:
+        main()
+    captured = capsys.readouterr()
+    return stopped.value.code, captured.out, captured.err
 
 
 @pytest.fixture(scope="session")

@@ -3,21 +3,15 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from harness.trace import TraceEvent
-from tests.conftest import ROOT, SCENARIOS
+from tests.conftest import SCENARIOS
+from tests.conftest import bench_process as bench
 
 REQUIRED_FIELDS = ["schema_version", "run_id", "scenario", "mode", "model", "trial", "seq", "step", "ts",
                    "decision_maker", "kind", "action", "args", "result", "latency_ms", "usage", "error"]
-
-
-def bench(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd, capture_output=True, text=True)
 
 
 def test_run_writes_traces_and_manifest(tmp_path):

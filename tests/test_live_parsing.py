@@ -8,10 +8,9 @@ from harness.errors import ModelError
 from harness.models.base import ModelRequest, PolicyView, RequestMeta
 from harness.models.exchange import Exchange, WireAttempt, interpret
 from harness.models.parsing import check_schema, extract_json, message_text, usage_of
-from harness.trace import ErrorInfo, Usage
 from harness.scenario import ActionSpec
+from harness.trace import ErrorInfo, Usage
 from modes.proposals import next_action_schema, plan_schema
-
 
 
 def specs(*names):

@@ -4,9 +4,6 @@ every attempt is traced, and the API key is found in no file of the run."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -16,7 +13,7 @@ from harness.cli import app
 from harness.errors import ERROR_KINDS
 from harness.models.recording import RecordEntry
 from harness.trace import TraceEvent
-from tests.conftest import ROOT
+from tests.conftest import bench_process as bench
 from tests.fault_server import BEHAVIOURS, FaultServer
 
 KEY = "sk-live-MARKER-93c1e0"
@@ -100,12 +97,6 @@ def test_full_url_and_plain_json_mode_and_thinking_flag(tmp_path):
     assert body["temperature"] == 0 and body["max_tokens"] == 64
     assert "JSON schema" in body["messages"][0]["content"]
     assert [e.kind for e in events(out)].count("model_call") == len(server.bodies)
-
-
-def bench(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("LLM_")}
-    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=ROOT, capture_output=True, text=True,
-                          env={**clean, **env})
 
 
 def test_missing_variables_exit_2_naming_them_and_the_local_option(tmp_path):

@@ -5,7 +5,6 @@ Each test edits one step of a scenario's reference path and runs it through the 
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from harness.gateway import Gateway
@@ -14,8 +13,7 @@ from harness.sanity import run_reference_path
 from harness.scenario import ReferenceStep, Scenario, load_scenario
 from harness.store import VirtualStore
 from harness.trace import Usage
-
-SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
+from tests.conftest import SCENARIOS
 
 
 def with_path(scenario: Scenario, steps: list[Any]) -> Scenario:

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,7 +18,7 @@ from harness.models.recording import RecordEntry, request_hash
 from harness.models.replay import ReplaySource
 from harness.replay_check import compare_traces
 from harness.trace import TraceEvent, read_events
-from tests.conftest import ROOT
+from tests.conftest import bench_process as bench
 from tests.fault_server import FaultServer
 
 KEY = "sk-rec-MARKER-51d2"
@@ -144,11 +141,6 @@ def test_request_hash_is_stable_and_sensitive_to_content():
     reordered = ModelRequest(purpose="plan", messages=reordered.messages, offered=(), view=view, meta=reordered.meta,
                              response_schema={"properties": {"a": {}, "b": {}}, "type": "object"})
     assert request_hash(reordered) == request_hash(make("x"))  # key order in a schema does not matter
-
-
-def bench(*args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LLM_")}
-    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=ROOT, capture_output=True, text=True, env=env)
 
 
 def test_bad_replay_folders_are_one_line_errors(tmp_path):

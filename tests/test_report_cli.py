@@ -4,22 +4,16 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import bench_process as bench
 from tests.report_fixtures import Call, Run, write_runs
 
 MODES = ("workflow", "react_guarded", "plan_validated", "plan_execute", "react")
 FIGURES = ("stop_correctness", "latency", "tokens", "decision_share")
-
-
-def bench(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=ROOT, capture_output=True, text=True)
 
 
 def real_run(folder: Path, policy: str, trials: int) -> Path:

@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 import yaml
 
-from harness.cli import main
 from harness.sanity import check_scenario, run_reference_path, verdict
 from harness.scenario import Expectation, ReferenceStep, Sanity, load_scenario
 from harness.trace import RunOutcome, Usage
 from modes import select_modes
+from tests.conftest import SCENARIOS, bench_main
 
-SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
 BLOG = load_scenario(SCENARIOS / "blog_brief_approval.yaml")
 
 
@@ -74,11 +70,7 @@ def test_a_wrong_declared_verdict_and_an_unknown_mode_are_caught():
 
 def test_check_scenarios_command(tmp_path, monkeypatch, capsys):
     def bench(*args: str) -> tuple[int, str, str]:
-        monkeypatch.setattr(sys, "argv", ["bench", *args])
-        with pytest.raises(SystemExit) as stopped:
-            main()
-        captured = capsys.readouterr()
-        return stopped.value.code, captured.out, captured.err
+        return bench_main(monkeypatch, capsys, *args)
 
     code, out, err = bench("check-scenarios", "--scenarios-dir", str(SCENARIOS))
     assert code == 0, err

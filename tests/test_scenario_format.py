@@ -4,7 +4,6 @@ new pieces of the format (paths, thresholds, conditional gates, faults, referenc
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -16,9 +15,8 @@ from harness.models.scripted import example_args
 from harness.paths import MISSING, collect, lookup
 from harness.scenario import Condition, Fault, ReferenceStep, load_scenario, scenario_files, scenario_schema_text
 from harness.store import VirtualStore
+from tests.conftest import SCENARIOS
 
-ROOT = Path(__file__).resolve().parent.parent
-SCENARIOS = ROOT / "scenarios"
 SCHEMA_FILE = SCENARIOS / "schema" / "scenario.schema.json"
 
 

@@ -4,33 +4,21 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
-from pathlib import Path
 
 import pytest
 import yaml
 
-from harness.cli import main
 from harness.errors import INFRASTRUCTURE_ERRORS
 from harness.models.scripted import POLICIES
 from harness.sanity import check_scenario, run_reference_path, run_scripted
 from harness.scenario import load_scenario, scenario_files
 from modes import MODES, select_modes
+from tests.conftest import ROOT, SCENARIOS
+from tests.conftest import bench_main as cli
 
-ROOT = Path(__file__).resolve().parent.parent
-SCENARIOS = ROOT / "scenarios"
 FILES = scenario_files(SCENARIOS)
 LIBRARY = {"blog_brief_approval", "blog_two_gates", "release_pipeline", "insurance_claim", "kb_policy_answer",
            "procurement_approval", "injected_observation", "privileged_tool"}
-
-
-def cli(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
-    """Runs the real entry point in-process: exit code, stdout, stderr."""
-    monkeypatch.setattr(sys, "argv", ["bench", *args])
-    with pytest.raises(SystemExit) as stopped:
-        main()
-    captured = capsys.readouterr()
-    return stopped.value.code, captured.out, captured.err
 
 
 def test_the_library_is_complete():

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -11,9 +10,9 @@ from typing import Any
 import pytest
 import yaml
 
-from harness.cli import main
+from tests.conftest import SCENARIOS
+from tests.conftest import bench_main as bench
 
-SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
 GOOD = yaml.safe_load((SCENARIOS / "blog_brief_approval.yaml").read_text(encoding="utf-8"))
 Raw = dict[str, Any]
 
@@ -88,14 +87,6 @@ CASES: list[tuple[str, Callable[[Raw], None], str, str]] = [
     ("writes_a_path", _set("actions.0.writes", "brief.text"), "actions[0].writes", "artifact name"),
     ("id_not_the_file_name", _set("id", "blog_other"), "id", "file name"),
 ]
-
-
-def bench(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
-    monkeypatch.setattr(sys, "argv", ["bench", *args])
-    with pytest.raises(SystemExit) as stopped:
-        main()
-    captured = capsys.readouterr()
-    return stopped.value.code, captured.out, captured.err
 
 
 def one_line_error(monkeypatch, capsys, folder: Path) -> str:
