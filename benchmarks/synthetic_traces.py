@@ -23,7 +23,6 @@ from harness.trace import TraceEvent
 from modes import select_modes
 
 ROOT = Path(__file__).resolve().parent.parent
-SLOTS = ("run_id", "trial", "latency_ms", "usage", "outcome_usage", "wall_ms")
 
 
 def template_runs(trials: int = 4) -> list[list[dict[str, Any]]]:

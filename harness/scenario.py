@@ -266,10 +266,6 @@ class Oracle(_Strict):
     order: tuple[OrderCheck, ...] = Field((), description="Pairs of actions that must take effect in this order.")
     checks: tuple[OracleCheck, ...] = Field((), description="Content checks on the arguments of committed actions.")
 
-    @property
-    def reference_actions(self) -> tuple[str, ...]:
-        return tuple(step.action for step in self.reference_path)
-
 
 class Limits(_Strict):
     """Bounds the runtime enforces on every mode."""
