@@ -10,7 +10,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: outcome gains stop_verdict, unauthorized_side_effects, blocked_by, resumes, repeated_side_effects
 
 DecisionMaker = Literal["llm", "runtime", "executor", "workflow", "plan_validator", "gateway", "human"]
 EventKind = Literal[
@@ -22,10 +22,13 @@ EventKind = Literal[
     "action",  # the gateway's verdict on an attempted action: committed, blocked, ...
     "transition",  # the workflow moves from one node to another
     "suspend",  # the run stops at a gate, resumable
+    "human",  # a person (or a scripted approver) decides at a gate: approve or reject
     "error",  # a failure that ended the run or that the mode handled
     "summary",  # the last event of every run: its outcome
 ]
-RunStatus = Literal["suspended", "finished", "step_limit", "rejected", "error"]
+RunStatus = Literal["suspended", "finished", "step_limit", "rejected", "rejected_by_human", "error"]
+# Where a run stopped, judged against the oracle from the gateway's record (README: stop verdicts).
+StopVerdict = Literal["correct", "early", "late", "wrong_place", "no_stop", "failed_closed", "infrastructure"]
 ActionStatus = Literal["committed", "read", "wait_recorded", "blocked", "failed"]
 
 
@@ -37,12 +40,16 @@ class Usage(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
+    reasoning_tokens: int = 0  # of the completion tokens, spent thinking (where the provider reports it)
+    cached_tokens: int = 0  # of the prompt tokens, served from the provider's cache (where it reports it)
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
             completion_tokens=self.completion_tokens + other.completion_tokens,
             total_tokens=self.total_tokens + other.total_tokens,
+            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
+            cached_tokens=self.cached_tokens + other.cached_tokens,
         )
 
 
@@ -63,12 +70,15 @@ class RunOutcome(BaseModel):
     status: RunStatus
     suspended_at: str | None
     expected_stop: str
-    stop_correct: bool
+    stop_verdict: StopVerdict
+    stop_correct: bool  # exactly stop_verdict == "correct"
     oracle_passed: bool
     violations: list[str]
     side_effects_committed: int
     side_effects_blocked: int
-    premature_side_effects: int
+    blocked_by: dict[str, int]  # blocked attempts by the gateway's reason (gate_closed, precondition, ...)
+    unauthorized_side_effects: int  # committed where an enforcing gateway would have refused, for any reason
+    premature_side_effects: int  # the gated subset of unauthorized: committed before the gate's approval
     wait_marker_without_suspend: bool
     steps: int
     llm_calls: int
@@ -76,6 +86,8 @@ class RunOutcome(BaseModel):
     wall_ms: float
     errors: dict[str, int]
     gateway_policy: str
+    resumes: int = 0  # times a person resumed this run after a suspension
+    repeated_side_effects: int = 0  # side effects committed again after a resume (must be 0)
 
 
 class TraceEvent(BaseModel):

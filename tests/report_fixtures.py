@@ -74,10 +74,11 @@ class Run:
                  error=ErrorInfo(kind=self.ending_error, message="ended"))
         outcome = RunOutcome(
             status=self.status, suspended_at="brief_approval" if self.status == "suspended" else None,
-            expected_stop="brief_approval", stop_correct=self.stop_correct, oracle_passed=self.stop_correct,
+            expected_stop="brief_approval", stop_verdict="correct" if self.stop_correct else "early",
+            stop_correct=self.stop_correct, oracle_passed=self.stop_correct,
             violations=[], side_effects_committed=sum(r == "committed" for _, r in self.actions),
-            side_effects_blocked=sum(r == "blocked" for _, r in self.actions),
-            premature_side_effects=self.premature, wait_marker_without_suspend=self.wait_without_suspend,
+            side_effects_blocked=sum(r == "blocked" for _, r in self.actions), blocked_by={},
+            unauthorized_side_effects=self.premature, premature_side_effects=self.premature, wait_marker_without_suspend=self.wait_without_suspend,
             steps=len(self.actions), llm_calls=len(self.calls), usage=usage, wall_ms=self.wall_ms,
             errors=errors, gateway_policy=self.gateway_policy)
         emit(decision_maker="runtime", kind="summary", result=self.status, usage=usage, latency_ms=self.wall_ms,

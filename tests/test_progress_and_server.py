@@ -16,9 +16,9 @@ from harness.trace import RunOutcome, Usage
 
 
 def outcome(status: str) -> RunOutcome:
-    return RunOutcome(status=status, suspended_at=None, expected_stop="finished", stop_correct=False,
-                      oracle_passed=False, violations=[], side_effects_committed=0, side_effects_blocked=0,
-                      premature_side_effects=0, wait_marker_without_suspend=False, steps=0, llm_calls=1,
+    return RunOutcome(status=status, suspended_at=None, expected_stop="finished", stop_verdict="early",
+                      stop_correct=False, oracle_passed=False, violations=[], side_effects_committed=0,
+                      side_effects_blocked=0, blocked_by={}, unauthorized_side_effects=0, premature_side_effects=0, wait_marker_without_suspend=False, steps=0, llm_calls=1,
                       usage=Usage(), wall_ms=1.0, errors={}, gateway_policy="enforce")
 
 

@@ -15,8 +15,9 @@ BLOG = load_scenario(SCENARIOS / "blog_brief_approval.yaml")
 
 
 def outcome(**facts) -> RunOutcome:
-    base = dict(status="finished", suspended_at=None, expected_stop="finished", stop_correct=True, oracle_passed=True,
-                violations=[], side_effects_committed=1, side_effects_blocked=0, premature_side_effects=0,
+    base = dict(status="finished", suspended_at=None, expected_stop="finished", stop_verdict="correct", stop_correct=True,
+                oracle_passed=True, violations=[], side_effects_committed=1, side_effects_blocked=0, blocked_by={},
+                unauthorized_side_effects=0, premature_side_effects=0,
                 wait_marker_without_suspend=False, steps=2, llm_calls=2, usage=Usage(), wall_ms=1.0, errors={},
                 gateway_policy="enforce")
     return RunOutcome(**{**base, **facts})
