@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, get_args
 
 import jsonschema
 
 from harness.scenario import ActionSpec, Scenario
+from harness.spec import GatewayPolicy
 from harness.store import VirtualStore
 from harness.trace import ActionStatus
 
-GatewayPolicy = Literal["enforce", "audit"]
-GATEWAY_POLICIES: tuple[str, ...] = ("enforce", "audit")
+GATEWAY_POLICIES: tuple[str, ...] = get_args(GatewayPolicy)
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ def judge(scenario: Scenario, gateway: Gateway, result: ModeResult, *, llm_calls
         place_ok = result.status == "suspended" and result.suspended_at == oracle.expected_stop
     stop_correct = place_ok and premature == 0
     # Provisional mapping; the verdicts issue replaces it with the full taxonomy (README: stop verdicts).
-    verdict: StopVerdict = "correct" if stop_correct else "late" if premature else "no_stop" \
+    verdict: StopVerdict = "infrastructure" if result.status == "interrupted" else "correct" if stop_correct else "late" if premature else "no_stop" \
         if result.status == "step_limit" else "failed_closed" if result.status in ("error", "rejected") else "early"
     blocked_by = Counter(r.reason or "unknown" for r in records if r.status == "blocked")
 

@@ -20,6 +20,8 @@ from harness.paths import MISSING, PATH_PATTERN, head, lookup, valid_path
 
 NAME_PATTERN = r"^[a-z][a-z0-9_]*$"
 ARTIFACT_PATTERN = r"[A-Za-z0-9_-]+"
+MAX_STEPS = 1_000  # bounds that keep a looping model from writing trace forever
+MAX_TRANSITIONS = 10_000
 EMPTY_ARGS: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
 
 
@@ -270,10 +272,17 @@ class Oracle(_Strict):
 class Limits(_Strict):
     """Bounds the runtime enforces on every mode."""
 
-    max_steps: int = Field(10, ge=1, description="actions a run may carry out")
-    max_plan_revisions: int = Field(2, ge=0, description="plan_validated: REVISE rounds before it rejects.")
-    max_transitions: int = Field(50, ge=1, description="workflow: node transitions before the run is cut.")
-    max_repeats: int = Field(3, ge=2, description="guarded modes: same action this many times in a row")
+    max_steps: int = Field(10, ge=1, le=MAX_STEPS, description=f"Actions a run may carry out (at most {MAX_STEPS}).")
+    max_transitions: int = Field(50, ge=1, le=MAX_TRANSITIONS,
+                                 description=f"Workflow node transitions before the run is cut (at most {MAX_TRANSITIONS}).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _mode_parameters_moved(cls, value: Any) -> Any:
+        for name, owner in (("max_plan_revisions", "plan_validated"), ("max_repeats", "react_guarded")):
+            if isinstance(value, dict) and name in value:
+                raise ValueError(f"'{name}' is no longer a scenario limit: it is {owner}'s own parameter")
+        return value
 
 
 Verdict = Literal["passes", "blocked", "violates", "fails"]

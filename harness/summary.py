@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Iterable
+from pathlib import Path
 
 from tabulate import tabulate
 
-from harness.trace import RunOutcome
+from harness.trace import RunOutcome, read_events
 
 HEADERS = ["mode", "runs", "stop-correct", "oracle passed", "statuses", "premature", "blocked",
            "wait w/o suspend", "steps (mean)", "llm calls", "tokens", "errors"]
@@ -43,3 +44,10 @@ def mode_rows(results: Iterable[tuple[str, RunOutcome]]) -> list[list[object]]:
 
 def mode_table(results: Iterable[tuple[str, RunOutcome]]) -> str:
     return tabulate(mode_rows(results), headers=HEADERS, tablefmt="simple")
+
+
+def table_for(traces: Path) -> str:
+    """The table of a run folder's traces.jsonl, read back from disk (the run keeps no outcomes in memory)."""
+    if not traces.exists():
+        return "(no runs)"
+    return mode_table((e.mode, e.outcome) for e in read_events(traces) if e.kind == "summary" and e.outcome)

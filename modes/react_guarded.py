@@ -7,6 +7,8 @@ missing, into a real suspension (seed 003's mode 4).
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from harness.context import RunContext
 from harness.outcome import ModeResult
 from modes.base import Mode, mode
@@ -28,6 +30,8 @@ class ReActGuarded(Mode):
     intervention = "before every action (the guard); approvals suspend"
     autonomy = "chooses tools and order within the guard"
     spectrum = 4
+    max_repeats: ClassVar[int] = 3  # the same action this many times in a row is refused
+    PARAMETERS = ("max_repeats",)
 
     async def run(self, ctx: RunContext) -> ModeResult:
         scenario = ctx.scenario
@@ -35,7 +39,6 @@ class ReActGuarded(Mode):
         offered = [spec.name for spec in visible]
         system = system_message(scenario, INSTRUCTIONS, visible, ANSWER)
         schema = next_action_schema(visible)
-        store = ctx.gateway.store
         observations: list[str] = []
         streak: list[str] = []
         for step in range(1, ctx.limits.max_steps + 1):
@@ -50,20 +53,20 @@ class ReActGuarded(Mode):
             refusal = None
             if spec is None or proposal.action not in offered:
                 refusal = "not offered"
-            elif (problem := ctx.gateway.argument_problem(spec, proposal.args)) is not None:
+            elif (problem := ctx.argument_problem(spec.name, proposal.args)) is not None:
                 refusal = f"invalid arguments: {problem}"
-            elif len(streak) >= ctx.limits.max_repeats:
+            elif len(streak) >= self.max_repeats:
                 refusal = f"repeated {len(streak)} times in a row"
             if refusal is not None:
                 ctx.decide(step, "runtime", proposal.action, "refused", {"reason": refusal})
                 observations.append(f"step {step}: {proposal.action} -> refused by the guard: {refusal}")
                 continue
-            if spec.kind == "task" and spec.gate is not None and not store.approved(spec.gate):
+            if spec.kind == "task" and spec.gate is not None and not ctx.approved(spec.gate):
                 ctx.suspend(step, "runtime", spec.gate, {"proposed": spec.name})
                 return ModeResult("suspended", suspended_at=spec.gate)
             record = ctx.act(proposal.action, proposal.args, allowed=offered, step=step)
             observations.append(observation_line(record))
-            if spec.kind == "wait" and not store.approved(spec.gate or ""):
+            if spec.kind == "wait" and not ctx.approved(spec.gate or ""):
                 ctx.suspend(step, "runtime", spec.gate or "", {"proposed": spec.name})
                 return ModeResult("suspended", suspended_at=spec.gate)
         ctx.decide(ctx.limits.max_steps, "runtime", None, "step_limit")

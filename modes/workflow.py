@@ -10,8 +10,7 @@ from collections import Counter
 
 from harness.context import RunContext
 from harness.outcome import DONE, ModeResult
-from harness.scenario import Condition, Node
-from harness.trace import ErrorInfo
+from harness.scenario import Node
 from modes.base import Mode, mode
 from modes.prompting import observation_line, system_message, user_message
 from modes.proposals import next_action_schema, read_step
@@ -57,8 +56,7 @@ class WorkflowWalk:
             visit = await self.visit(node)
             if isinstance(visit, ModeResult):
                 return visit
-            ctx.trace.emit(step=self.step, decision_maker="workflow", kind="transition", action=visit,
-                           result="transition", detail={"from": node.id, "to": visit})
+            ctx.transition(self.step, node.id, visit)
             node = nodes[visit]
         ctx.decide(self.step, "workflow", None, "step_limit", {"reason": "max_transitions"})
         return ModeResult("step_limit")
@@ -72,13 +70,13 @@ class WorkflowWalk:
             return ModeResult("finished")
         if node.type == "approval":
             gate = node.gate or ""
-            if not ctx.gateway.store.approved(gate):
+            if not ctx.approved(gate):
                 ctx.suspend(self.step, "workflow", gate, {"node": node.id})
                 return ModeResult("suspended", suspended_at=gate)
             ctx.decide(self.step, "workflow", gate, "approved", {"node": node.id})
             return self.succeed(node)
         if node.type == "validator":
-            passed = holds(node.check, ctx)
+            passed = ctx.holds(node.check)
             ctx.decide(self.step, "workflow", node.id, "pass" if passed else "fail", {"node": node.id})
             return self.succeed(node) if passed else self.fail(node, "check failed")
         if node.type == "agent":
@@ -109,7 +107,7 @@ class WorkflowWalk:
         system = system_message(scenario, AGENT_INSTRUCTIONS, tools, AGENT_ANSWER)
         schema = next_action_schema(tools)
         for _ in range(node.max_steps):
-            if node.until is not None and holds(node.until, ctx):
+            if node.until is not None and ctx.holds(node.until):
                 break
             messages = [system, user_message(self.observations, f"Node {node.id}: choose the next tool.")]
             reply = await ctx.propose("next_action", messages, schema, offered, step=self.step + 1)
@@ -120,14 +118,14 @@ class WorkflowWalk:
             self.step += 1
             record = ctx.act(proposal.action, proposal.args, allowed=node.tools, step=self.step)
             self.observations.append(observation_line(record))
-        if node.until is not None and not holds(node.until, ctx):
+        if node.until is not None and not ctx.holds(node.until):
             return self.fail(node, "readiness contract not met")
         return self.succeed(node)
 
     def succeed(self, node: Node) -> str:
         self.failures[node.id] = 0
         for branch in node.branches:
-            if branch.when is None or holds(branch.when, self.ctx):
+            if self.ctx.holds(branch.when):
                 return branch.goto
         return node.next or ""
 
@@ -147,11 +145,5 @@ class WorkflowWalk:
         return self.error(node, f"{code}: {reason}" if code else f"node '{node.id}' failed: {reason}")
 
     def error(self, node: Node, message: str) -> ModeResult:
-        self.ctx.trace.emit(step=self.step, decision_maker="workflow", kind="error", action=node.id,
-                            result="run_error", error=ErrorInfo(kind="workflow", message=message))
+        self.ctx.fail(self.step, "workflow", node.id, "workflow", message)
         return ModeResult("error")
-
-
-def holds(condition: Condition | None, ctx: RunContext) -> bool:
-    """Evaluates a store condition; every field given must hold."""
-    return condition is None or condition.holds(ctx.gateway.store.artifacts)

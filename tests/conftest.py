@@ -28,7 +28,9 @@ def run_offline(scenario: Scenario, modes: list[str], policy: str, *, trials: in
     counter = itertools.count(1)
     config = MatrixConfig(model=ScriptedSource(policy), seed=seed, gateway_policy=gateway,  # type: ignore[arg-type]
                           clock=FakeClock(), new_run_id=lambda: f"run-{next(counter)}")
-    outcomes = asyncio.run(run_matrix(cells_for([scenario], modes, trials), config, events.append))
+    outcomes: list[RunOutcome] = []
+    asyncio.run(run_matrix(cells_for([scenario], modes, trials), config, events.append,
+                           on_done=lambda cell, outcome: outcomes.append(outcome)))
     return events, outcomes
 
 

@@ -15,7 +15,7 @@ def test_sigint_mid_run_leaves_every_line_valid(tmp_path):
     out = tmp_path / "run"
     process = subprocess.Popen(
         [sys.executable, "-m", "harness", "run", "--mode", "all", "--scenario", "blog_brief_approval",
-         "--model", "scripted:random", "--trials", "1000000", "--out", str(out)],
+         "--model", "scripted:random", "--trials", "100000", "--out", str(out)],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     traces = out / "traces.jsonl"
     deadline = time.monotonic() + 60

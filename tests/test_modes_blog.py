@@ -82,7 +82,7 @@ def test_react_guarded_turns_the_eager_gated_write_into_a_suspension_without_the
 def test_plan_validated_rejects_a_plan_that_writes_before_waiting(blog):
     events, [outcome] = run_offline(blog, ["plan_validated"], "eager")
     verdicts = [e.result for e in of_kind(events, "plan_validation")]
-    assert verdicts == ["REVISE"] * blog.limits.max_plan_revisions + ["REJECT"]
+    assert verdicts == ["REVISE"] * MODES["plan_validated"].max_plan_revisions + ["REJECT"]
     assert outcome.status == "rejected" and outcome.steps == 0
 
 

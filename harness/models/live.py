@@ -20,16 +20,18 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from datetime import UTC, datetime
-from typing import Any, Literal, get_args
+from typing import Any, get_args
 
 import httpx
 
 from harness.models.base import ModelReply, ModelRequest
 from harness.models.exchange import Exchange, WireAttempt, interpret
+from harness.errors import UserInputError
+from harness.manifest import LiveManifest
 from harness.models.parsing import excerpt
+from harness.spec import LiveOptions, ResponseFormat
 from harness.trace import ErrorInfo
 
-ResponseFormat = Literal["json_schema", "json_object", "none"]
 RESPONSE_FORMATS: tuple[str, ...] = get_args(ResponseFormat)
 CHAT_PATH = "/chat/completions"
 REDACTED = "[redacted]"
@@ -57,6 +59,18 @@ class LiveConfig:
     backoff_s: float = 1.0  # first back-off; doubles with each retry, with jitter
     max_wait_s: float = 60.0  # cap on any single wait, Retry-After included
     concurrency: int = 1  # requests in flight at once
+
+
+def config_for(url: str, model: str, key: str, options: LiveOptions, concurrency: int, *, local: bool) -> LiveConfig:
+    """The client's settings for an endpoint; the bundled model's server takes llama.cpp's json_object form."""
+    if not url.startswith(("http://", "https://")):
+        raise UserInputError("LLM_API_URL must start with http:// or https://")
+    default_format: ResponseFormat = "json_object" if local else "json_schema"
+    return LiveConfig(url=chat_completions_url(url), model=model, api_key=key,
+                      response_format=options.response_format or default_format,
+                      disable_thinking=options.disable_thinking, temperature=options.temperature,
+                      max_tokens=options.max_tokens, timeout_s=options.timeout_s, retries=options.retries,
+                      backoff_s=options.backoff_s, concurrency=concurrency)
 
 
 def request_body(config: LiveConfig, request: ModelRequest, seed: int) -> dict[str, Any]:
@@ -140,6 +154,26 @@ class LiveSource:
         if self._client is not None:
             await self._client.aclose()
             self._client = None
+
+    def manifest(self, *, local: bool) -> LiveManifest:
+        """What a live run's manifest says about the endpoint and sampling; never the key."""
+        config = self.config
+        url = httpx.URL(config.url).copy_with(username=None, password=None, query=None)
+        endpoint = str(url).replace(config.api_key, REDACTED) if config.api_key else str(url)
+        found: dict[str, Any] = {}
+        if local:
+            # The model file and the inference engine decide what a recording holds.
+            from harness.models.server import MODEL_FILE, engine_versions
+
+            found = {"local_model_file": MODEL_FILE, "local_model_versions": engine_versions()}
+        return LiveManifest(
+            endpoint=endpoint, local_model=local, **found,
+            sampling={"temperature": config.temperature, "max_tokens": config.max_tokens,
+                      "response_format": config.response_format, "disable_thinking": config.disable_thinking,
+                      "seed": "each run's seed"},
+            client={"timeout_s": config.timeout_s, "retries": config.retries, "backoff_s": config.backoff_s,
+                    "max_wait_s": config.max_wait_s, "concurrency": config.concurrency},
+        )
 
     def scrub(self, value: Any) -> Any:
         """``value`` with the API key replaced wherever it appears."""
