@@ -170,9 +170,8 @@ def serve_model_command(
             typer.echo("serving; Ctrl-C stops the server", err=True)
             code = server.wait()
             raise UserInputError(f"the local model server exited with code {code}: {server.log_tail()}")
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the normal way to stop serving
         typer.echo("server stopped", err=True)
-        raise typer.Exit(stop.exit_code) from None
     finally:
         server.stop()
 

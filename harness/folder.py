@@ -40,26 +40,30 @@ class RunFolder:
 
     @classmethod
     def take(cls, out: Path | None, replace: bool, results_root: Path, now: datetime) -> RunFolder:
-        """Checks and locks the output folder before anything starts; one line and exit 2 when it cannot."""
+        """Locks the output folder, then checks it, before anything starts; one line and exit 2 when it cannot."""
         if out is None:
             out = results_root / f"{now.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
-        _check_target(out, replace)
+        if out.exists() and not out.is_dir():
+            raise UserInputError(f"--out {out}: exists and is not a folder")
+        created = not out.exists()
+        _make(out, "--out")
+        stray_lock = not (out / LOCK_FILE).exists()  # ours to remove if the folder turns out not to be usable
         locks: list[IO[str]] = []
         try:
-            if replace and out.exists():
-                locks.append(_lock(out, f"--out {out}"))
+            locks.append(_lock(out, f"--out {out}"))  # first: a folder another run holds is named as such
+            _check_target(out, replace)
+            if replace and _holds_files(out):
                 staging = out.with_name(f".{out.name}.partial")
                 _clear_staging(staging)
                 _make(staging, "--out")
                 locks.append(_lock(staging, f"--out {out} (staging)"))
                 return cls(out, staging, locks, created=True)
-            created = not out.exists()
-            _make(out, "--out")
-            locks.append(_lock(out, f"--out {out}"))
-            if _holds_files(out):  # another process created it between the check and the lock
-                raise UserInputError(f"--out {out}: not empty; choose a new folder")
             return cls(out, out, locks, created)
         except BaseException:
+            if created:
+                shutil.rmtree(out, ignore_errors=True)
+            elif stray_lock and locks:
+                (out / LOCK_FILE).unlink(missing_ok=True)
             _unlock(locks)
             raise
 
@@ -90,9 +94,7 @@ class RunFolder:
 
 
 def _check_target(out: Path, replace: bool) -> None:
-    if out.exists() and not out.is_dir():
-        raise UserInputError(f"--out {out}: exists and is not a folder")
-    if not out.exists() or not _holds_files(out):
+    if not _holds_files(out):
         return
     if not replace:
         what = "already holds a bench run" if is_run_folder(out) else "not empty"

@@ -19,6 +19,7 @@ from harness.models.recording import RecordEntry, request_hash
 from harness.models.replay import ReplaySource
 from harness.replay_check import compare_traces
 from harness.trace import TraceEvent, read_events
+from modes import MODES
 from tests.conftest import bench_process as bench
 from tests.fault_server import FaultServer
 
@@ -163,7 +164,7 @@ def test_replace_swaps_a_completed_run_in(recorded, tmp_path):
     again = CliRunner().invoke(app, ["run", "--model", f"replay:{recorded}", "--out", str(target), "--replace"])
     assert again.exit_code == 0, again.output
     modes_run = {e.mode for e in read_events(target / "traces.jsonl")}
-    assert modes_run == {"workflow", "react_guarded", "plan_validated", "plan_execute", "react"}
+    assert modes_run == set(MODES)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["target"]  # no staging folder left behind
 
 
