@@ -105,6 +105,9 @@ def run_command(
     timeout: Annotated[Optional[float], typer.Option(help="--live: seconds per request attempt (default 120).")] = None,
     retries: Annotated[Optional[int], typer.Option(help="--live: retries on 429, 5xx, timeouts, connection errors (default 3).")] = None,
     backoff: Annotated[Optional[float], typer.Option(help="--live: first back-off in seconds, doubled each retry, with jitter (default 1).")] = None,
+    provider: Annotated[Optional[str], typer.Option(help="--live: auto|openai|azure|vllm|ollama|llamacpp|deepseek|dashscope|gemini|generic (default auto: from the URL and /models; README: provider profiles).")] = None,
+    strict_schema: Annotated[bool, typer.Option("--strict-schema", help="--live: OpenAI strict structured outputs; names each scenario argument that cannot be strict.")] = False,
+    max_response_bytes: Annotated[Optional[int], typer.Option(help="--live: read at most this many bytes of an answer (default 4 MiB); past it the answer is a parse error.")] = None,
     scenarios_dir: ScenariosDir = None,
 ) -> None:
     """Run the matrix scenario x mode x trial and write traces.jsonl and manifest.json."""
@@ -112,7 +115,8 @@ def run_command(
 
     live = live or local_model
     live_flags = {"--temperature": temperature, "--max-tokens": max_tokens, "--response-format": response_format,
-                  "--timeout": timeout, "--retries": retries, "--backoff": backoff, "--no-thinking": no_thinking or None}
+                  "--timeout": timeout, "--retries": retries, "--backoff": backoff, "--no-thinking": no_thinking or None,
+                  "--provider": provider, "--strict-schema": strict_schema or None, "--max-response-bytes": max_response_bytes}
     if not live and (given := [flag for flag, value in live_flags.items() if value is not None]):
         raise UserInputError(f"{given[0]} applies to --live runs only")
     if live and model is not None:
@@ -134,7 +138,8 @@ def run_command(
         options = session.LiveOptions(**{name: value for name, value in {
             "response_format": response_format, "disable_thinking": no_thinking, "temperature": temperature,
             "max_tokens": max_tokens, "timeout_s": timeout, "retries": retries, "backoff_s": backoff,
-            "concurrency": concurrency}.items() if value is not None})  # type: ignore[arg-type]
+            "concurrency": concurrency, "provider": provider, "strict_schema": strict_schema,
+            "max_response_bytes": max_response_bytes}.items() if value is not None})  # type: ignore[arg-type]
         # Checked before the server starts, so a bad flag costs nothing; the key is read here and only here.
         live_settings = None if local_model else session.live_config(os.environ, options)
         options.check()
@@ -160,8 +165,15 @@ def run_command(
                 live_settings = session.local_config(server.base_url, server.model, options)
             assert live_settings is not None
             manifest.update(session.live_manifest(live_settings, local_model=local_model))
+            if strict_schema:
+                from harness.models.strict import scenario_problems
+
+                manifest["strict_schema_problems"] = problems = scenario_problems(matrix.scenarios)
+                for line in problems:
+                    typer.echo(f"note: --strict-schema: {line}; its requests go non-strict", err=True)
             recorder = stack.enter_context(TraceWriter(out_dir / RECORDING_FILE))
-            source = RecordingSource(LiveSource(live_settings), recorder.write)
+            source = RecordingSource(LiveSource(live_settings, notify=lambda line: typer.echo(f"note: {line}", err=True)),
+                                     recorder.write)
         assert source is not None
         progress = stack.enter_context(MatrixProgress(len(matrix.modes) * len(matrix.scenarios) * matrix.trials))
         outcomes, run = session.run_into(source, matrix, gateway, concurrency, out_dir, manifest, sys.argv,

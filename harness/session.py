@@ -15,12 +15,11 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from harness.clock import SystemClock
 from harness.errors import UserInputError
 from harness.models.base import ModelSource
-from harness.models.live import RESPONSE_FORMATS, LiveConfig, ResponseFormat, chat_completions_url
+from harness.models.live import RESPONSE_FORMATS, LiveConfig, ResponseFormat
+from harness.models.setup import endpoint_config, endpoint_manifest, local_endpoint
 from harness.models.replay import ReplaySource
 from harness.replay_check import Divergence, compare_traces
 from harness.runner import Cell, MatrixConfig, RunFolder, cells_for, prepare_out_dir, run_matrix
@@ -43,6 +42,9 @@ class LiveOptions:
     retries: int = 3
     backoff_s: float = 1.0
     concurrency: int = 1
+    provider: str = "auto"  # harness.models.providers: auto, or a profile name
+    strict_schema: bool = False
+    max_response_bytes: int | None = None  # None: the live client's default
 
     def check(self) -> None:
         """Refuses values no endpoint could use, naming the flag."""
@@ -59,6 +61,8 @@ class LiveOptions:
             raise UserInputError(f"--retries must be 0 or more, got {self.retries}")
         if self.backoff_s < 0:
             raise UserInputError(f"--backoff must be 0 or more, got {self.backoff_s}")
+        if self.max_response_bytes is not None and self.max_response_bytes < 1024:
+            raise UserInputError(f"--max-response-bytes must be at least 1024, got {self.max_response_bytes}")
 
 
 def live_config(env: Mapping[str, str], options: LiveOptions) -> LiveConfig:
@@ -69,30 +73,17 @@ def live_config(env: Mapping[str, str], options: LiveOptions) -> LiveConfig:
     if missing:
         raise UserInputError(f"--live needs {', '.join(ENV_VARS[:-1])} and {ENV_VARS[-1]} in the environment "
                              f"(missing: {', '.join(missing)}); or add --local-model to run the bundled model")
-    url = values["LLM_API_URL"]
-    if not url.startswith(("http://", "https://")):
-        raise UserInputError("LLM_API_URL must start with http:// or https://")
-    return _config(chat_completions_url(url), values["LLM_MODEL"], values["LLM_API_KEY"], options, "json_schema")
+    return endpoint_config(values["LLM_API_URL"], values["LLM_MODEL"], values["LLM_API_KEY"], options)
 
 
 def local_config(base_url: str, model: str, options: LiveOptions) -> LiveConfig:
-    """The live settings for the bundled model's server; it needs no key."""
+    """The live settings for the bundled model's server (llama.cpp); it needs no key."""
     options.check()
-    return _config(chat_completions_url(base_url), model, "", options, "json_object")
-
-
-def _config(url: str, model: str, key: str, options: LiveOptions, default_format: ResponseFormat) -> LiveConfig:
-    return LiveConfig(url=url, model=model, api_key=key,
-                      response_format=options.response_format or default_format,
-                      disable_thinking=options.disable_thinking, temperature=options.temperature,
-                      max_tokens=options.max_tokens, timeout_s=options.timeout_s, retries=options.retries,
-                      backoff_s=options.backoff_s, concurrency=options.concurrency)
+    return local_endpoint(base_url, model, options)
 
 
 def live_manifest(config: LiveConfig, *, local_model: bool) -> dict[str, Any]:
     """What a live run's manifest says about its endpoint and sampling; never the key."""
-    url = httpx.URL(config.url).copy_with(username=None, password=None, query=None)
-    endpoint = str(url).replace(config.api_key, "[redacted]") if config.api_key else str(url)
     found: dict[str, Any] = {}
     if local_model:
         # The model file and the inference engine decide what a recording holds.
@@ -106,12 +97,14 @@ def live_manifest(config: LiveConfig, *, local_model: bool) -> dict[str, Any]:
                 pass
     return {
         **found,
-        "model_source": "live", "local_model": local_model, "endpoint": endpoint,
+        "model_source": "live", "local_model": local_model, **endpoint_manifest(config),
         "sampling": {"temperature": config.temperature, "max_tokens": config.max_tokens,
-                     "response_format": config.response_format, "disable_thinking": config.disable_thinking,
+                     "response_format": config.initial_settings().response_format,
+                     "strict_schema": config.strict, "disable_thinking": config.disable_thinking,
                      "seed": "each run's seed"},
         "client": {"timeout_s": config.timeout_s, "retries": config.retries, "backoff_s": config.backoff_s,
-                   "max_wait_s": config.max_wait_s, "concurrency": config.concurrency},
+                   "max_wait_s": config.max_wait_s, "concurrency": config.concurrency,
+                   "max_response_bytes": config.max_response_bytes},
     }
 
 
@@ -136,6 +129,9 @@ def execute(cells: list[Cell], config: MatrixConfig, folder: RunFolder,
         outcomes = asyncio.run(go())
         status = "complete"
     finally:
+        facts = getattr(config.model, "manifest_facts", None)  # a live source: what it had to adapt
+        if callable(facts):
+            folder.manifest.update(facts())
         folder.close(status, finished)
     return outcomes
 
