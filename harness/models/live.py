@@ -100,13 +100,14 @@ def request_body(config: LiveConfig, request: ModelRequest, seed: int,
                 spec = {"name": request.purpose, "schema": strict_schema, "strict": True}
         body["response_format"] = {"type": "json_schema", "json_schema": spec}
     elif settings.response_format == "json_object":
-        if profile.json_object_schema:
+        if profile.json_object in ("schema", "both"):
             # llama.cpp's form: the schema becomes a grammar, so the reply always parses.
             body["response_format"] = {"type": "json_object", "schema": schema}
         else:
-            # JSON mode (OpenAI, DeepSeek, DashScope): valid JSON only; the shape goes into the instructions.
+            # JSON mode (OpenAI, DeepSeek, DashScope): valid JSON only.
             body["response_format"] = {"type": "json_object"}
-            in_prompt = True
+        # Where the schema is not (or may not be) enforced, the shape goes into the instructions too.
+        in_prompt = profile.json_object in ("prompt", "both")
     else:
         in_prompt = True  # no structured output on this endpoint: the schema goes into the instructions
     if in_prompt:

@@ -122,21 +122,23 @@ MAX_PROPOSAL_DEPTH = 32
 
 
 def fit_envelope(proposal: Any, schema: dict[str, Any]) -> Any:
-    """A bare answer put into the schema's one-property envelope when that is what makes it fit.
+    """A bare answer put into the schema's one-property envelope, which is what it means.
 
     Next-action schemas wrap the step as ``{"step": {...}}``; a model that was only prompted (no
-    structured output) often answers the bare step, which means the same thing.
+    structured output) often answers the bare step. An answer without the envelope's property can
+    never fit as it is, so wrapping it loses nothing and lets the schema check say what is wrong
+    inside. Envelopes holding a list (a plan) are left alone: a bare object is no plan.
     """
-    required = schema.get("required") if isinstance(schema, dict) else None
-    if (not isinstance(proposal, dict) or schema.get("type") != "object" or not isinstance(required, list)
-            or len(required) != 1 or required[0] in proposal):
+    if not isinstance(proposal, dict) or not isinstance(schema, dict) or schema.get("type") != "object":
         return proposal
-    wrapped = {required[0]: proposal}
-    try:
-        fits = Draft202012Validator(schema).is_valid(wrapped)
-    except SchemaError:
+    required, properties = schema.get("required"), schema.get("properties")
+    if not isinstance(required, list) or len(required) != 1 or not isinstance(properties, dict):
         return proposal
-    return wrapped if fits else proposal
+    key = required[0]
+    inner = properties.get(key)
+    if key in proposal or not isinstance(inner, dict) or inner.get("type") == "array":
+        return proposal
+    return {key: proposal}
 
 
 def extract_json(text: str) -> Any:

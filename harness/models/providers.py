@@ -30,7 +30,7 @@ class Profile:
     name: ProviderName
     docs: str  # the documentation this profile follows (README: provider profiles)
     response_format: ResponseFormat  # the strongest structured output the service documents
-    json_object_schema: bool = False  # json_object carries the schema (llama.cpp's grammar); else it goes into the prompt
+    json_object: Literal["schema", "prompt", "both"] = "prompt"  # json_object carries the schema (llama.cpp's grammar), or the prompt does
     token_param: TokenParam = "max_tokens"
     reasoning_models: str = ""  # regex on the model name: models that only take the default sampling
     reasoning_token_param: TokenParam = "max_tokens"
@@ -70,7 +70,7 @@ PROFILES: dict[str, Profile] = {p.name: p for p in (
             "json_schema", thinking_off={"reasoning_effort": "none"},
             reasoning_usage="message.reasoning (text; no count)", owned_by=("library", "ollama")),
     Profile("llamacpp", "llama.cpp server README (response_format json_object + schema, chat_template_kwargs)",
-            "json_object", json_object_schema=True,
+            "json_object", json_object="schema",
             thinking_off={"chat_template_kwargs": {"enable_thinking": False}},
             reasoning_usage="message.reasoning_content (text; no count)",
             cached_usage="usage.prompt_tokens_details.cached_tokens", owned_by=("llamacpp", "me")),
@@ -91,7 +91,7 @@ PROFILES: dict[str, Profile] = {p.name: p for p in (
             cached_usage="usage.prompt_tokens_details.cached_tokens",
             hosts=("generativelanguage.googleapis.com",), owned_by=("google",)),
     Profile("generic", "OpenAI chat completions as most servers implement it; the fallbacks adapt the rest",
-            "json_schema", json_object_schema=True, thinking_off={"thinking": {"type": "disabled"}},
+            "json_schema", json_object="both", thinking_off={"thinking": {"type": "disabled"}},
             reasoning_usage="any of the above", cached_usage="any of the above"),
 )}
 OLLAMA_PORT = 11434
