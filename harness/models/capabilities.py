@@ -106,12 +106,23 @@ def capability_change(settings: WireSettings, body: dict[str, Any], status: int,
     return None
 
 
-def _error_param(text: str) -> str | None:
-    """The ``param`` an OpenAI-style error body names, when it does."""
+def _error(text: str) -> dict[str, Any]:
+    """The ``error`` object of an OpenAI-style error body, or an empty one."""
     try:
         body = json.loads(text)
     except (ValueError, RecursionError):
-        return None
+        return {}
     error = body.get("error") if isinstance(body, dict) else None
-    param = error.get("param") if isinstance(error, dict) else None
+    return error if isinstance(error, dict) else {}
+
+
+def _error_param(text: str) -> str | None:
+    """The ``param`` an OpenAI-style error body names, when it does."""
+    param = _error(text).get("param")
     return param.lower() if isinstance(param, str) else None
+
+
+def error_message(text: str) -> str:
+    """The ``error.message`` of an OpenAI-style error body, else the text itself."""
+    message = _error(text).get("message")
+    return message if isinstance(message, str) else text

@@ -27,7 +27,8 @@ from typing import Any
 import httpx
 
 from harness.models.base import ModelReply, ModelRequest
-from harness.models.capabilities import Adaptation, WireSettings, capability_change, initial_settings
+from harness.models.capabilities import (Adaptation, WireSettings, capability_change, error_message,
+                                         initial_settings)
 from harness.models.endpoint import chat_completions_url
 from harness.models.exchange import Exchange, WireAttempt, interpret
 from harness.models.parsing import excerpt, salvage_usage, unreadable_reason
@@ -207,8 +208,8 @@ class LiveSource:
             return None
         self.settings, what, before, after = change
         meta = request.meta
-        adaptation = Adaptation(what=what, before=before, after=after,
-                                because=self.scrubber.truncated(excerpt(text, 200), 200),
+        because = f"HTTP {status}: {excerpt(error_message(text), 200)}"
+        adaptation = Adaptation(what=what, before=before, after=after, because=self.scrubber.truncated(because, 220),
                                 scenario=meta.scenario, mode=meta.mode, trial=meta.trial, step=meta.step)
         self.adaptations.append(adaptation)
         if self._notify is not None:
