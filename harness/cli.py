@@ -210,6 +210,32 @@ def replay_command(
     raise typer.Exit(1)
 
 
+@app.command("probe")
+def probe_command(
+    provider: Annotated[Optional[str], typer.Option(help="auto|openai|azure|vllm|ollama|llamacpp|deepseek|dashscope|gemini|generic (default auto).")] = None,
+    local_model: Annotated[bool, typer.Option("--local-model", help="Probe the bundled SmolLM2 model (started on 127.0.0.1, then stopped).")] = False,
+    timeout: Annotated[float, typer.Option(help="Seconds per request.")] = 60.0,
+) -> None:
+    """Ask the endpoint in LLM_API_URL / LLM_MODEL / LLM_API_KEY one tiny request per capability; print what it supports."""
+    from harness import session
+    from harness.models.probe import describe, probe
+
+    options = session.LiveOptions(provider=provider or "auto", timeout_s=timeout, retries=0)
+    with ExitStack() as stack:
+        if local_model:
+            from harness.models.server import LocalModelServer
+
+            typer.echo("starting the bundled model server (SmolLM2-135M, llama.cpp) ...", err=True)
+            server = stack.enter_context(LocalModelServer())
+            config = session.local_config(server.base_url, server.model, options)
+        else:
+            config = session.live_config(os.environ, options)
+        typer.echo(describe(config))
+        rows = probe(config)
+    typer.echo(tabulate([[r.capability, r.verdict, r.detail] for r in rows],
+                        headers=["capability", "answer", "detail"], tablefmt="simple"))
+
+
 @app.command("serve-model")
 def serve_model_command(
     port: Annotated[Optional[int], typer.Option(help="Port on 127.0.0.1 (default: a free one).")] = None,

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 import httpx
 
+from harness.models.capabilities import error_message
 from harness.models.endpoint import models_url
 from harness.models.live import LiveConfig, auth_headers
 from harness.models.parsing import excerpt, extract_json, message_text, usage_of
@@ -49,28 +50,42 @@ def list_models(config: LiveConfig, timeout_s: float = 5.0,
         return None
 
 
+def describe(config: LiveConfig) -> str:
+    """One line naming what is probed: endpoint (no secret), model, provider profile and how it was chosen."""
+    from harness.models.setup import endpoint_manifest
+
+    facts = endpoint_manifest(config)
+    return (f"probing {facts['endpoint']} model {config.model}: provider {config.profile.name} "
+            f"({config.provider_note or 'given'}); key {'placeholder, not scrubbed' if facts['api_key'].get('placeholder') else 'given' if facts['api_key'].get('given') else 'none'}")
+
+
 def _cases(config: LiveConfig, profile: Profile) -> list[tuple[str, dict[str, Any], bool]]:
     """(capability, body fields beyond model and messages, whether the reply must fit TINY_SCHEMA)."""
     strict_schema, _ = make_strict(TINY_SCHEMA)
+    limit = config.initial_settings().token_param  # every other case asks with the profile's token parameter
+
+    def ask(tokens: int, **fields: Any) -> dict[str, Any]:
+        return {limit: tokens, **fields}
+
     cases: list[tuple[str, dict[str, Any], bool]] = [
-        ("chat completions (plain)", {"max_tokens": 16}, False),
+        ("chat completions (plain)", ask(16), False),
         ("max_tokens", {"max_tokens": 16}, False),
         ("max_completion_tokens", {"max_completion_tokens": 16}, False),
-        ("temperature 0.7 (not the default)", {"temperature": 0.7, "max_tokens": 16}, False),
-        ("seed", {"seed": 7, "max_tokens": 16}, False),
-        ("response_format json_schema", {"max_tokens": 32, "response_format": {
-            "type": "json_schema", "json_schema": {"name": "probe", "schema": TINY_SCHEMA}}}, True),
-        ("response_format json_schema, strict", {"max_tokens": 32, "response_format": {
-            "type": "json_schema", "json_schema": {"name": "probe", "schema": strict_schema, "strict": True}}}, True),
-        ("json_schema with a root anyOf (not portable)", {"max_tokens": 32, "response_format": {
-            "type": "json_schema", "json_schema": {"name": "probe", "schema": {"anyOf": [TINY_SCHEMA]}}}}, True),
-        ("response_format json_object", {"max_tokens": 32, "response_format": {"type": "json_object"}}, True),
-        ("json_object with a schema (llama.cpp grammar)", {"max_tokens": 32, "response_format": {
-            "type": "json_object", "schema": TINY_SCHEMA}}, True),
+        ("temperature 0.7 (not the default)", ask(16, temperature=0.7), False),
+        ("seed", ask(16, seed=7), False),
+        ("response_format json_schema", ask(32, response_format={
+            "type": "json_schema", "json_schema": {"name": "probe", "schema": TINY_SCHEMA}}), True),
+        ("response_format json_schema, strict", ask(32, response_format={
+            "type": "json_schema", "json_schema": {"name": "probe", "schema": strict_schema, "strict": True}}), True),
+        ("json_schema with a root anyOf (not portable)", ask(32, response_format={
+            "type": "json_schema", "json_schema": {"name": "probe", "schema": {"anyOf": [TINY_SCHEMA]}}}), True),
+        ("response_format json_object", ask(32, response_format={"type": "json_object"}), True),
+        ("json_object with a schema (llama.cpp grammar)", ask(32, response_format={
+            "type": "json_object", "schema": TINY_SCHEMA}), True),
     ]
     if profile.thinking_off:
         fields = ", ".join(f"{k}={json.dumps(v)}" for k, v in profile.thinking_off.items())
-        cases.append((f"thinking off ({fields})", {"max_tokens": 16, **profile.thinking_off}, False))
+        cases.append((f"thinking off ({fields})", ask(16, **profile.thinking_off), False))
     return cases
 
 
@@ -102,7 +117,7 @@ def probe(config: LiveConfig, *, transport: httpx.BaseTransport | None = None,
                 continue
             if response.status_code >= 400:
                 verdict: Verdict = "refused" if response.status_code in (400, 404, 422) else "error"
-                add(ProbeRow(capability, verdict, f"HTTP {response.status_code}: {excerpt(response.text)}"))
+                add(ProbeRow(capability, verdict, f"HTTP {response.status_code}: {excerpt(error_message(response.text))}"))
                 continue
             add(_judge(capability, response, structured))
     return rows
