@@ -75,9 +75,10 @@ class Adaptation(BaseModel):
 def capability_change(settings: WireSettings, body: dict[str, Any], status: int,
                       text: str) -> tuple[WireSettings, str, str, str] | None:
     """The weaker settings a refusal asks for, with (what, before, after); None when it is not about a capability."""
-    if status not in CAPABILITY_STATUSES:
-        return None
     low = text.lower()
+    # llama-cpp-python answers a request that fails its validation with a 500 that says so.
+    if status not in CAPABILITY_STATUSES and not (status == 500 and "validation error" in low):
+        return None
     param = _error_param(text)
     refused = any(word in low for word in REFUSALS)
 

@@ -116,7 +116,8 @@ def probe(config: LiveConfig, *, transport: httpx.BaseTransport | None = None,
                 add(ProbeRow(capability, "error", f"{type(exc).__name__}: {exc}"))
                 continue
             if response.status_code >= 400:
-                verdict: Verdict = "refused" if response.status_code in (400, 404, 422) else "error"
+                refused = response.status_code in (400, 404, 422) or "validation error" in response.text[:2000].lower()
+                verdict: Verdict = "refused" if refused else "error"
                 add(ProbeRow(capability, verdict, f"HTTP {response.status_code}: {excerpt(error_message(response.text))}"))
                 continue
             add(_judge(capability, response, structured))
