@@ -234,6 +234,9 @@ def probe_command(
         rows = probe(config)
     typer.echo(tabulate([[r.capability, r.verdict, r.detail] for r in rows],
                         headers=["capability", "answer", "detail"], tablefmt="simple"))
+    if not any(r.verdict == "yes" for r in rows):
+        typer.echo("error: the endpoint accepted none of the probes", err=True)
+        raise typer.Exit(1)
 
 
 @app.command("serve-model")

@@ -164,6 +164,10 @@ class ProviderServer:
         return None
 
     def _dashscope(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
+        if body.get("model", "").startswith("qwen3-") and body.get("enable_thinking", True) is not False:
+            return 400, {"error": {"message": "<400> InternalError.Algo.InvalidParameter: parameter.enable_thinking "
+                                              "must be set to false for non-streaming calls",
+                                   "type": "invalid_request_error", "param": None, "code": "invalid_parameter_error"}}
         fmt = body.get("response_format")
         if isinstance(fmt, dict) and fmt.get("type") not in ("text", "json_object"):
             return 400, {"error": {"message": "<400> InternalError.Algo.InvalidParameter: The value of "

@@ -179,3 +179,14 @@ def test_a_placeholder_key_leaves_token_counts_and_model_text_unaltered(tmp_path
     assert '"prompt_tokens": 100' in recorded.replace('":100', '": 100') or '"prompt_tokens":100' in recorded
     assert manifest(out)["api_key"] == {"given": True, "placeholder": True, "scrubbed": False,
                                         "why": manifest(out)["api_key"]["why"]}
+
+
+def test_an_open_qwen3_model_on_dashscope_gets_thinking_switched_off_once(tmp_path):
+    out = tmp_path / "run"
+    with ProviderServer("dashscope") as server:
+        result = run_all(server, out, "qwen3-8b", "--provider", "dashscope", mode="react,workflow")
+    assert result.returncode == 0, result.stderr
+    assert [(a["what"], a["after"]) for a in manifest(out)["adaptations"]] == [("thinking", "off (enable_thinking)")]
+    assert len(server.refusals) == 1 and all(b["enable_thinking"] is False for b in server.accepted)
+    ended = {e.error.kind for e in trace(out) if e.kind == "error"}
+    assert "http_4xx" not in ended

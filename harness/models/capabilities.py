@@ -37,19 +37,23 @@ class WireSettings:
     token_param: TokenParam
     temperature: bool  # False: left out, the endpoint's default applies
     dropped: frozenset[str] = field(default_factory=frozenset)  # optional parameters the endpoint refused
+    thinking_off: bool = False  # send the profile's switch that turns thinking off
 
     def describe(self) -> dict[str, Any]:
         return {"response_format": self.response_format, "strict": self.strict, "token_param": self.token_param,
-                "temperature": "sent" if self.temperature else "endpoint default", "dropped": sorted(self.dropped)}
+                "temperature": "sent" if self.temperature else "endpoint default", "dropped": sorted(self.dropped),
+                "thinking_off": self.thinking_off}
 
 
-def initial_settings(profile: Profile, model: str, response_format: ResponseFormat | None, strict: bool) -> WireSettings:
+def initial_settings(profile: Profile, model: str, response_format: ResponseFormat | None, strict: bool,
+                     disable_thinking: bool = False) -> WireSettings:
     """The settings a profile documents for ``model``; a reasoning model gets its token parameter and default sampling."""
     reasoning = profile.is_reasoning(model)
     fmt = response_format or profile.response_format
     return WireSettings(response_format=fmt, strict=strict and fmt == "json_schema",
                         token_param=profile.reasoning_token_param if reasoning else profile.token_param,
-                        temperature=not reasoning or "temperature" in profile.reasoning_sampling)
+                        temperature=not reasoning or "temperature" in profile.reasoning_sampling,
+                        thinking_off=disable_thinking)
 
 
 class Adaptation(BaseModel):
@@ -72,8 +76,8 @@ class Adaptation(BaseModel):
                 f"using {self.after} for the rest of the matrix")
 
 
-def capability_change(settings: WireSettings, body: dict[str, Any], status: int,
-                      text: str) -> tuple[WireSettings, str, str, str] | None:
+def capability_change(settings: WireSettings, body: dict[str, Any], status: int, text: str,
+                      thinking_fields: tuple[str, ...] = ()) -> tuple[WireSettings, str, str, str] | None:
     """The weaker settings a refusal asks for, with (what, before, after); None when it is not about a capability."""
     low = text.lower()
     # llama-cpp-python answers a request that fails its validation with a 500 that says so.
@@ -93,6 +97,9 @@ def capability_change(settings: WireSettings, body: dict[str, Any], status: int,
     if settings.temperature and "temperature" in body and named("temperature") and refused:
         return (replace(settings, temperature=False), "temperature", str(body["temperature"]),
                 "the endpoint's default temperature")
+    # DashScope's open Qwen3 models refuse a non-streaming call unless enable_thinking is false.
+    if not settings.thinking_off and any(named(name) for name in thinking_fields):
+        return replace(settings, thinking_off=True), "thinking", "on", f"off ({', '.join(thinking_fields)})"
     for name in OPTIONAL_PARAMETERS:
         if name in body and name not in settings.dropped and named(name) and refused:
             return replace(settings, dropped=settings.dropped | {name}), "parameter", name, f"no {name}"

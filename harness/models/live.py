@@ -73,7 +73,7 @@ class LiveConfig:
         return get_profile(self.provider)
 
     def initial_settings(self) -> WireSettings:
-        return initial_settings(self.profile, self.model, self.response_format, self.strict)
+        return initial_settings(self.profile, self.model, self.response_format, self.strict, self.disable_thinking)
 
 
 SCHEMA_NOTE = "\n\nReply with one JSON object and nothing else. It must match this JSON schema: "
@@ -115,7 +115,7 @@ def request_body(config: LiveConfig, request: ModelRequest, seed: int,
         note = SCHEMA_NOTE + json.dumps(schema, sort_keys=True)
         target = next((m for m in messages if m.get("role") == "system"), messages[-1])
         target["content"] = target.get("content", "") + note
-    if config.disable_thinking:
+    if settings.thinking_off:
         for name, value in profile.thinking_off.items():
             if name not in settings.dropped:
                 body[name] = value
@@ -203,7 +203,7 @@ class LiveSource:
         """
         if self.settings != used:
             return "sent again with the settings an earlier refusal adapted"
-        change = capability_change(used, body, status, text)
+        change = capability_change(used, body, status, text, tuple(self.config.profile.thinking_off))
         if change is None:
             return None
         self.settings, what, before, after = change
