@@ -79,6 +79,9 @@ def run_command(
     timeout: Annotated[Optional[float], typer.Option(help="Live: seconds per request attempt (default 120).")] = None,
     retries: Annotated[Optional[int], typer.Option(help="Live: retries on 429, 5xx, timeouts, connection errors (default 3).")] = None,
     backoff: Annotated[Optional[float], typer.Option(help="Live: first back-off in seconds, doubled each retry, with jitter (default 1).")] = None,
+    provider: Annotated[Optional[str], typer.Option(help="Live: auto|openai|azure|vllm|ollama|llamacpp|deepseek|dashscope|gemini|generic (default auto: from the URL and /models; README: provider profiles).")] = None,
+    strict_schema: Annotated[bool, typer.Option("--strict-schema", help="Live: OpenAI strict structured outputs; names each scenario argument that cannot be strict.")] = False,
+    max_response_bytes: Annotated[Optional[int], typer.Option(help="Live: read at most this many bytes of an answer (default 4 MiB); past it the answer is a parse error.")] = None,
     scenarios_dir: ScenariosDir = None,
 ) -> None:
     """Run the matrix scenario x mode x trial and write traces.jsonl and manifest.json."""
@@ -87,7 +90,8 @@ def run_command(
 
     live_options = {name: value for name, value in {
         "response_format": response_format, "disable_thinking": no_thinking or None, "temperature": temperature,
-        "max_tokens": max_tokens, "timeout_s": timeout, "retries": retries, "backoff_s": backoff}.items()
+        "max_tokens": max_tokens, "timeout_s": timeout, "retries": retries, "backoff_s": backoff,
+        "provider": provider, "strict_schema": strict_schema or None, "max_response_bytes": max_response_bytes}.items()
         if value is not None}
     spec = RunSpec.build(env=os.environ,  # the key is read from the environment here, and only here
                          modes=mode or (), scenarios=scenario or (), scenarios_dir=scenarios_dir,
@@ -147,6 +151,26 @@ def replay_command(
     typer.echo(f"\n{len(check.divergences)} runs differ from the recording in {folder}; "
                f"the replay is in {check.result.folder}")
     raise typer.Exit(1)
+
+
+@app.command("probe")
+def probe_command(
+    model: Annotated[str, typer.Option(help="live (LLM_API_URL, LLM_MODEL, LLM_API_KEY) or local (the bundled model, started then stopped).")] = "live",
+    provider: Annotated[Optional[str], typer.Option(help="auto|openai|azure|vllm|ollama|llamacpp|deepseek|dashscope|gemini|generic (default auto).")] = None,
+    local_model: Annotated[bool, typer.Option("--local-model", help="Same as --model local.")] = False,
+    timeout: Annotated[float, typer.Option(help="Seconds per request.")] = 60.0,
+) -> None:
+    """Ask an endpoint one tiny request per capability and print what it supports; no matrix is run."""
+    from harness.run import probe_endpoint
+
+    description, rows = probe_endpoint("local" if local_model else model, env=os.environ, provider=provider,
+                                       timeout_s=timeout, notify=_note)
+    typer.echo(description)
+    typer.echo(tabulate([[r.capability, r.verdict, r.detail] for r in rows],
+                        headers=["capability", "answer", "detail"], tablefmt="simple"))
+    if not any(r.verdict == "yes" for r in rows):
+        typer.echo("error: the endpoint accepted none of the probes", err=True)
+        raise typer.Exit(1)
 
 
 @app.command("serve-model")

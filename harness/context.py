@@ -113,7 +113,9 @@ class RunContext:
         trace.llm_calls += 1
         trace.usage = trace.usage + reply.usage
         proposal = reply.proposal
-        proposed = proposal.get("action") if isinstance(proposal, dict) and purpose == "next_action" else None
+        # A next action comes as {"step": {"action": ...}} (object-root schemas); scripted models answer the bare step.
+        chosen = proposal.get("step", proposal) if isinstance(proposal, dict) else None
+        proposed = chosen.get("action") if isinstance(chosen, dict) and purpose == "next_action" else None
         trace.emit(step=step, decision_maker="llm", kind="model_call", action=proposed, args=proposal,
                    result="proposed", latency_ms=reply.latency_ms, usage=reply.usage,
                    detail={"purpose": purpose, "offered": list(offered), "attempts": len(reply.failed_attempts) + 1})

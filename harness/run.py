@@ -12,7 +12,7 @@ import asyncio
 import platform
 import sys
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
@@ -23,7 +23,7 @@ from harness import __version__
 from harness.errors import UserInputError
 from harness.folder import TRACE_FILE, RunFolder
 from harness.manifest import Manifest
-from harness.models import ModelChoice, choose, model_label, open_source
+from harness.models import ModelChoice, choose, endpoint_from_env, model_label, open_source
 from harness.replay_check import Divergence, compare_traces
 from harness.runner import Cell, MatrixConfig, cells_for, run_matrix
 from harness.scenario import Scenario, load_all, select_scenarios
@@ -33,7 +33,7 @@ from harness.trace import RunOutcome, TraceWriter, read_events
 from modes import MODES, select_modes
 
 __all__ = ["Endpoint", "LiveOptions", "Matrix", "ReplayCheck", "RunResult", "RunSpec", "StopRequest", "catalog",
-           "check_scenarios", "model_server", "replay", "run", "scenario_schema_text"]
+           "check_scenarios", "model_server", "probe_endpoint", "replay", "run", "scenario_schema_text"]
 
 OnDone = Callable[[Cell, RunOutcome], None]
 Notify = Callable[[str], None]
@@ -147,15 +147,21 @@ def _run_into(folder: RunFolder, spec: RunSpec, choice: ModelChoice, matrix: Mat
     status = "interrupted"
     try:
         with open_source(choice, endpoint=spec.endpoint, options=spec.live_options, concurrency=spec.concurrency,
-                         run_folder=folder.path, notify=notify) as opened:
+                         run_folder=folder.path, scenarios=matrix.scenarios, notify=notify) as opened:
             if opened.live is not None:
                 manifest = manifest.model_copy(update={"live": opened.live})
                 manifest.write(folder.path)
             config = MatrixConfig(model=opened.source, seed=matrix.seed, concurrency=spec.concurrency,
                                   gateway_policy=spec.gateway, stop=stop)
-            with TraceWriter(folder.path / TRACE_FILE) as writer:
-                cells = cells_for(matrix.scenarios, matrix.modes, matrix.trials)
-                _run_async(_matrix(cells, config, writer.write, done, stop))
+            try:
+                with TraceWriter(folder.path / TRACE_FILE) as writer:
+                    cells = cells_for(matrix.scenarios, matrix.modes, matrix.trials)
+                    _run_async(_matrix(cells, config, writer.write, done, stop))
+            finally:
+                learnt = opened.facts()  # what a live endpoint forced the client to adapt
+                if learnt and manifest.live is not None:
+                    live = manifest.live.model_copy(update=learnt)
+                    manifest = manifest.model_copy(update={"live": live})
         status = "interrupted" if stop.requested else "complete"
     except KeyboardInterrupt:  # a signal before the matrix started (a model server starting), or a second one
         stop.signum = stop.signum or 2
@@ -298,3 +304,26 @@ def model_server(port: int | None = None) -> Any:
     from harness.models.server import LocalModelServer
 
     return LocalModelServer(port)
+
+
+def probe_endpoint(model: str, *, env: Mapping[str, str], provider: str | None, timeout_s: float,
+                   notify: Notify = lambda line: None) -> tuple[str, list[Any]]:
+    """One tiny request per capability to the live endpoint (or the bundled model): a description and the rows."""
+    from contextlib import ExitStack
+
+    from harness.models.probe import describe, probe
+    from harness.models.setup import endpoint_config, local_endpoint
+
+    if model not in ("live", "local"):
+        raise UserInputError(f"--model {model}: bench probe asks a live endpoint (live) or the bundled model (local)")
+    options = RunSpec.build(live={"provider": provider or "auto", "timeout_s": timeout_s, "retries": 0},
+                            model=model, env=env).live_options
+    with ExitStack() as stack:
+        if model == "local":
+            notify("starting the bundled model server (SmolLM2-135M, llama.cpp) ...")
+            server = stack.enter_context(model_server())  # started here, always stopped
+            config = local_endpoint(server.base_url, server.model, options)
+        else:
+            endpoint = endpoint_from_env(env)
+            config = endpoint_config(endpoint.url, endpoint.model, endpoint.api_key, options)
+        return describe(config), probe(config)

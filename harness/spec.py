@@ -29,6 +29,18 @@ class LiveOptions(BaseModel):
     timeout_s: float = Field(120.0, gt=0)
     retries: int = Field(3, ge=0, le=20)
     backoff_s: float = Field(1.0, ge=0)
+    provider: str = "auto"  # a profile of harness.models.providers, or auto (from the URL and /models)
+    strict_schema: bool = False  # OpenAI strict structured outputs
+    max_response_bytes: int | None = Field(None, ge=1024)  # None: the live client's default (4 MiB)
+
+    @field_validator("provider")
+    @classmethod
+    def _known_provider(cls, value: str) -> str:
+        from harness.models.providers import PROVIDERS
+
+        if value != "auto" and value not in PROVIDERS:
+            raise ValueError(f"must be auto or one of {', '.join(PROVIDERS)}")
+        return value
 
 
 class Endpoint(BaseModel):

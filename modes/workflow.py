@@ -20,7 +20,7 @@ STEP_INSTRUCTIONS = ("You fill in one step of a fixed workflow. The workflow dec
 STEP_ANSWER = "{<the arguments of the current action>}"
 AGENT_INSTRUCTIONS = ("You work inside one node of a workflow with a limited set of tools. Choose one tool at "
                       "each turn from the observations; choose finish when the node's goal is met.")
-AGENT_ANSWER = '{"action": "<one tool name>", "args": {<arguments>}}'
+AGENT_ANSWER = '{"step": {"action": "<one tool name>", "args": {<arguments>}}}'
 
 Visit = ModeResult | str  # a result ends the run; a node id continues it
 

@@ -57,8 +57,9 @@ def test_fault_matrix_completes_classified_and_keyless(tmp_path):
     assert {"http_4xx", "http_5xx", "timeout"} <= set(retried)  # 429, 500/503, the hang: retried and traced
     assert {"http_5xx", "http_4xx", "parse", "schema"} <= set(final)  # 503 streak, echoed 401, malformed/empty, unknown
     for event in trace:
-        if event.kind == "model_call":
-            assert event.latency_ms is not None and event.latency_ms > 0 and event.usage.total_tokens == 48
+        if event.kind == "model_call":  # an unreadable body (the malformed one) is a call too, with no usage to read
+            assert event.latency_ms is not None and event.latency_ms > 0
+            assert event.usage.total_tokens == (0 if "choices" in str(event.detail.get("text")) else 48)
     summaries = [e for e in trace if e.kind == "summary"]
     assert any(s.outcome.status == "error" for s in summaries)
     assert any(s.outcome.status != "error" for s in summaries)  # good answers still carry runs to their stop

@@ -7,17 +7,18 @@ recording a live run's every exchange) for the duration of a run.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import UserInputError
 from harness.manifest import LiveManifest, Manifest, ModelSourceKind
 from harness.models.base import ModelSource
 
 if TYPE_CHECKING:
+    from harness.scenario import Scenario
     from harness.spec import Endpoint, LiveOptions
 
 # The committed recording of the bundled real model: what `bench run` replays when given no model.
@@ -107,11 +108,13 @@ class OpenSource:
     live: LiveManifest | None = None
     recorded: Manifest | None = None  # a replay: the recording's manifest (its matrix is the default)
     replay_of: Path | None = None
+    facts: Callable[[], dict[str, Any]] = lambda: {}  # learnt while running (a live endpoint's adaptations)
 
 
 @contextmanager
 def open_source(choice: ModelChoice, *, endpoint: Endpoint | None, options: LiveOptions, concurrency: int,
-                run_folder: Path, notify: Callable[[str], None] = lambda line: None) -> Iterator[OpenSource]:
+                run_folder: Path, scenarios: Sequence[Scenario] = (),
+                notify: Callable[[str], None] = lambda line: None) -> Iterator[OpenSource]:
     """The source for a run; a local server is started here and always stopped, whatever happens."""
     if choice.kind == "scripted":
         from harness.models.scripted import ScriptedSource
@@ -125,8 +128,9 @@ def open_source(choice: ModelChoice, *, endpoint: Endpoint | None, options: Live
         replay = ReplaySource(choice.folder)
         yield OpenSource(replay, "replay", recorded=replay.manifest, replay_of=choice.folder)
         return
-    from harness.models.live import LiveSource, config_for
+    from harness.models.live import LiveSource
     from harness.models.recording import RECORDING_FILE, RecordingSource
+    from harness.models.setup import endpoint_config, live_manifest, local_endpoint
     from harness.trace import TraceWriter
 
     with ExitStack() as stack:
@@ -135,11 +139,19 @@ def open_source(choice: ModelChoice, *, endpoint: Endpoint | None, options: Live
 
             notify("starting the bundled model server (SmolLM2-135M, llama.cpp) ...")
             server = stack.enter_context(LocalModelServer())
-            config = config_for(server.base_url, server.model, "", options, concurrency, local=True)
+            config = local_endpoint(server.base_url, server.model, options, concurrency=concurrency)
         else:
             if endpoint is None:
                 raise UserInputError(f"--model live needs an endpoint: {OWN_ENDPOINT}")
-            config = config_for(endpoint.url, endpoint.model, endpoint.api_key, options, concurrency, local=False)
+            config = endpoint_config(endpoint.url, endpoint.model, endpoint.api_key, options, concurrency=concurrency)
+        facts = live_manifest(config, local=choice.kind is None)
+        if options.strict_schema:
+            from harness.models.strict import scenario_problems
+
+            facts["strict_schema_problems"] = problems = scenario_problems(list(scenarios))
+            for line in problems:
+                notify(f"note: --strict-schema: {line}; its requests go non-strict")
         recorder = stack.enter_context(TraceWriter(run_folder / RECORDING_FILE))
-        live = LiveSource(config)
-        yield OpenSource(RecordingSource(live, recorder.write), "live", live=live.manifest(local=choice.kind is None))
+        live = LiveSource(config, notify=lambda line: notify(f"note: {line}"))
+        yield OpenSource(RecordingSource(live, recorder.write), "live", live=LiveManifest.model_validate(facts),
+                         facts=live.manifest_facts)
