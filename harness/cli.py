@@ -60,11 +60,10 @@ def list_command(scenarios_dir: ScenariosDir = None) -> None:
 
 @app.command("check-scenarios")
 def check_scenarios_command(scenarios_dir: ScenariosDir = None) -> None:
-    """Sanity-check every scenario: its reference path meets its oracle; scripted:eager fares as declared."""
-    from harness.sanity import check_scenario
+    """Sanity-check every scenario: its reference path meets its oracle; scripted:eager fares as the folder's sanity.yaml declares."""
+    from harness.sanity import check_folder
 
-    modes = select_modes(["all"])
-    reports = [check_scenario(s, modes) for s in load_all(scenarios_dir or default_scenarios_dir()).values()]
+    reports = check_folder(scenarios_dir or default_scenarios_dir(), select_modes(["all"]))
     rows = [[r.scenario, r.reference.suspended_at or r.reference.status,
              f"{sum(e.met for e in r.expectations)}/{len(r.expectations)}", "ok" if r.passed else "FAILED"]
             for r in reports]

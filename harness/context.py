@@ -110,7 +110,14 @@ class RunContext:
 
     def act(self, action: str, args: Any, *, allowed: Collection[str], step: int) -> ActionRecord:
         """Sends an action through the gateway and traces the gateway's verdict."""
-        record = self.gateway.execute(action, args, allowed=allowed, step=step)
+        return self._traced(self.gateway.execute(action, args, allowed=allowed, step=step))
+
+    def request_approval(self, gate: str, *, step: int, for_action: str | None = None) -> ActionRecord:
+        """Asks for a gate's approval through the gateway (a recorded wait, or blocked) before a mode suspends."""
+        return self._traced(self.gateway.request_approval(gate, step=step, for_action=for_action))
+
+    def _traced(self, record: ActionRecord) -> ActionRecord:
+        action, args, step = record.action, record.args, record.step
         detail: dict[str, Any] = {"observation": record.observation}
         if record.reason:
             detail["reason"] = record.reason

@@ -40,9 +40,10 @@ class PlanExecute(Mode):
 async def execute_plan(ctx: RunContext, plan: list[Step], allowed: list[str], *, suspend_on_wait: bool) -> ModeResult:
     """Runs plan steps in order through the gateway.
 
-    With ``suspend_on_wait`` a wait step for an unapproved gate returns (real control), and so does a gated
-    step whose gate is closed; without it the marker is recorded and the executor goes on, as a naive
-    executor does, leaving the gateway to block what it can.
+    With ``suspend_on_wait`` a wait step for an unapproved gate returns (real control) once the gateway has
+    recorded it, and a gated step whose gate is closed becomes an approval request that returns the same way;
+    without it the marker is recorded and the executor goes on, as a naive executor does, leaving the gateway
+    to block what it can.
     """
     finish = ctx.scenario.finish_action.name
     executed = 0
@@ -55,15 +56,17 @@ async def execute_plan(ctx: RunContext, plan: list[Step], allowed: list[str], *,
             return ModeResult("step_limit")
         spec = ctx.scenario.action_map.get(item.action)
         gate = spec.gate if spec is not None else None
-        if suspend_on_wait and spec is not None and spec.kind == "task" and gate and not ctx.gateway.store.approved(gate):
-            # a gate that came to apply after planning (a threshold): stop before the action, not after
-            ctx.suspend(executed, "executor", gate, {"plan_index": index, "proposed": item.action})
-            return ModeResult("suspended", suspended_at=gate)
         executed += 1
-        ctx.decide(executed, "executor", item.action, "execute", {"plan_index": index})
-        record = ctx.act(item.action, item.args, allowed=allowed, step=executed)
-        if suspend_on_wait and record.status == "wait_recorded" and not ctx.gateway.store.approved(gate or ""):
-            ctx.suspend(executed, "executor", gate or "", {"plan_index": index})
-            return ModeResult("suspended", suspended_at=gate)
+        if suspend_on_wait and spec is not None and spec.kind == "task" and gate and not ctx.gateway.store.approved(gate):
+            # a gate that came to apply after planning (a threshold): ask before the action, never run it;
+            # a blocked request (its preconditions missing) is this step's result and the plan goes on
+            ctx.decide(executed, "executor", item.action, "request_approval", {"plan_index": index})
+            record = ctx.request_approval(gate, step=executed, for_action=item.action)
+        else:
+            ctx.decide(executed, "executor", item.action, "execute", {"plan_index": index})
+            record = ctx.act(item.action, item.args, allowed=allowed, step=executed)
+        if suspend_on_wait and record.status == "wait_recorded" and not ctx.gateway.store.approved(record.gate or ""):
+            ctx.suspend(executed, "executor", record.gate or "", {"plan_index": index})
+            return ModeResult("suspended", suspended_at=record.gate)
     ctx.decide(executed, "executor", None, "plan_exhausted")
     return ModeResult("finished")
