@@ -405,7 +405,7 @@ class Scenario(_Strict):
         """The first declared wait action for a gate: the name a recorded approval request goes under."""
         return next((a for a in self.actions if a.kind == "wait" and a.gate == gate), None)
 
-    @cached_property
+    @property
     def required_work(self) -> RequiredWork:
         """The work the oracle requires before its stop: as declared, else derived from the reference path."""
         oracle = self.oracle

@@ -372,13 +372,15 @@ def _edges(node: Node, condition: Condition | None) -> Iterator[tuple[str, bool]
     passed = node.type == "validator" and condition is not None and node.check is not None \
         and contradicts(node.check, condition)
     failed_before = False  # an earlier branch that C implies did not match, so C does not hold
+    default = False
     for branch in node.branches:
         own = branch.when is not None and condition is not None and contradicts(branch.when, condition)
         yield branch.goto, passed or failed_before or own
         if branch.when is None:
-            return  # a default branch: nothing after it is ever taken
+            default = True  # nothing after a default branch is ever taken
+            break
         failed_before = failed_before or (condition is not None and implies(condition, branch.when))
-    if node.next is not None:
+    if node.next is not None and not default:
         yield node.next, passed or failed_before
     if node.on_failure is not None:
         yield node.id, False  # a retry runs the node again
