@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -61,6 +62,10 @@ class Condition(_Strict):
     def _has_a_test(self) -> Condition:
         if all(getattr(self, name) is None for name in type(self).model_fields):
             raise ValueError("a condition needs at least one test (exists, missing, equals, greater_than, ...)")
+        for name in _COMPARISONS:
+            for path, bound in (getattr(self, name) or {}).items():
+                if not math.isfinite(bound):
+                    raise ValueError(f"{name}: the bound of {path} must be a finite number, not {bound}")
         return self
 
     def paths(self) -> list[tuple[str, str]]:
@@ -450,7 +455,10 @@ def derived_work(s: Scenario) -> RequiredWork:
 def load_scenario(path: Path) -> Scenario:
     """Loads and validates one scenario file; any problem raises ``ScenarioError(file, field)`` on one line."""
     scenario = load_yaml_model(path, Scenario)
-    problem = check_references(scenario)
+    try:
+        problem = check_references(scenario)
+    except RecursionError:
+        raise _error(display_path(path), "", "nested too deeply to check") from None
     if problem:
         raise _error(display_path(path), *problem)
     if scenario.id != path.stem:
@@ -468,6 +476,8 @@ def load_yaml_model(path: Path, model: type[Model]) -> Model:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         raise _error(shown, "", f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    except RecursionError:
+        raise _error(shown, "", "nested too deeply to read") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "YAML"
@@ -477,6 +487,8 @@ def load_yaml_model(path: Path, model: type[Model]) -> Model:
         raise _error(shown, "", "must be a YAML mapping at the top level")
     try:
         return model.model_validate(raw)
+    except RecursionError:
+        raise _error(shown, "", "nested too deeply to validate") from None
     except ValidationError as exc:
         first = exc.errors()[0]
         raise _error(shown, _field_path(first["loc"], raw), _clean(first["msg"])) from None

@@ -20,7 +20,7 @@ from harness.scenario import Scenario, load_scenario
 from harness.store import VirtualStore
 from harness.trace import Usage
 from tests.answers import mode_run, step
-from tests.conftest import bench_main
+from tests.conftest import ROOT, bench_main
 
 BASE = Path(__file__).parent / "scenarios" / "invoice_payment.yaml"
 GOOD = yaml.safe_load(BASE.read_text(encoding="utf-8"))
@@ -325,3 +325,17 @@ def test_an_order_check_whose_before_is_a_wait_is_met_by_the_approval_nodes_requ
     outcome, _ = mode_run(scenario, "react", step("read_invoice"), step("record_check", {"matched": True}),
                           step("pay_invoice", {"amount": 12500}), step("ask_cfo"), policy="audit")
     assert "order:ask_cfo<pay_invoice" in outcome.violations and outcome.stop_verdict == "late"
+
+
+def test_the_readmes_misspelled_path_example_is_what_bench_prints(tmp_path, monkeypatch, capsys):
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Add a scenario", 1)[1]
+    example = yaml.safe_load(section.split("```yaml\n", 1)[1].split("```", 1)[0])
+    example["gates"][0]["applies_when"] = {"greater_than": {"claim.amout": 2000}}
+    folder = tmp_path / "scenarios"
+    folder.mkdir()
+    (folder / "expense_refund.yaml").write_text(yaml.safe_dump(example, sort_keys=False), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    line = refused(monkeypatch, capsys, Path("scenarios"), "list")
+    quoted = " ".join(section.split("`error: scenarios/expense_refund.yaml: gates[0]", 1)[1].split("`", 1)[0].split())
+    assert line == "error: scenarios/expense_refund.yaml: gates[0]" + quoted
