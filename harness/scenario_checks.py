@@ -310,14 +310,18 @@ def _check_approvals(s: Scenario) -> Problem:
     ``when`` contradicts C, or the success edges of a validator whose check contradicts C. The skip lasts
     until a node writes or invalidates an artifact C reads. At run time a branch condition that cannot be
     evaluated fails its node instead of falling through, so the skip edge is never taken on an unknown.
+    A gate whose condition is false on the initial store and reads only artifacts no action writes or
+    invalidates never applies, so it needs no approval node.
     """
     nodes = s.node_map
     index = {n.id: i for i, n in enumerate(s.workflow.nodes)}
+    changed = {key for a in s.actions for key in ((a.writes,) if a.writes else ()) + a.invalidates}
     for gate in s.gates:
-        if gate.approved:
-            continue
         condition = gate.applies_when
         read = {head(path) for _, path, _ in condition.tests()} if condition is not None else set()
+        if gate.approved or (condition is not None and not read & changed
+                             and condition.evaluate(s.store.artifacts).value is False):
+            continue
         start = (s.workflow.start, False)
         came_from: dict[tuple[str, bool], tuple[str, bool] | None] = {start: None}
         queue = deque([start])

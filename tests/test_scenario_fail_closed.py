@@ -223,6 +223,8 @@ SKIPS: list[tuple[str, Edit, str]] = [
                                                   {"id": "fixup", "type": "model_step", "action": "amend_invoice", "next": "pay"})),
      "(read -> match -> route -> fixup -> pay)"),
     ("skip_of_an_unconditional_gate", lambda raw: raw["gates"][0].pop("applies_when"), "workflow.nodes[4].action"),
+    ("skip_of_a_gate_that_applies_to_no_store_yet", both(put("store.artifacts.invoice.amount", 800), route({"goto": "pay"})),
+     "workflow.nodes[4].action"),  # amend_invoice may raise the amount over the limit
     ("fallback_of_a_failed_threshold_check", route({"goto": "approve"}, check=OVER, fallback="pay"), "workflow.nodes[4].action"),
 ]
 
@@ -243,6 +245,9 @@ SOUND: list[tuple[str, Edit]] = [
                                                               fallback="approve")),
     ("gate_approved_beforehand", both(put("gates.0.approved", True), put("oracle.expected_stop", "finished"),
                                       route({"goto": "pay"}))),
+    ("gate_that_never_applies_to_this_store", both(  # 800 is under the limit and nothing may change the invoice
+        put("store.artifacts.invoice.amount", 800), lambda raw: raw["actions"].pop(5), put("oracle.expected_stop", "finished"),
+        put("oracle.required_artifacts", []), route({"goto": "pay"}))),
 ]
 
 
