@@ -14,11 +14,11 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.clock import FakeClock
+from harness.errors import ScenarioError
 from harness.gateway import Gateway, GatewayPolicy
 from harness.models.scripted import ScriptedSource, example_args
 from harness.outcome import ModeResult, judge
 from harness.runner import Cell, MatrixConfig, run_cell
-from harness.errors import ScenarioError
 from harness.scenario import SANITY_TABLE, Expectation, Scenario, Verdict, display_path, load_all, load_yaml_model
 from harness.store import VirtualStore
 from harness.trace import RunOutcome, TraceEvent, Usage

@@ -79,14 +79,14 @@ def _check_store_path(s: Scenario, where: str, path: str, *, number: bool = Fals
         return where, f"'{path}' is not a path (keys joined by dots, e.g. order.amount)"
     known = _artifacts(s)
     if head(path) not in known:
-        return where, f"'{head(path)}' is never in the store: no action writes it and the initial store lacks it " \
-                      f"(artifacts: {', '.join(sorted(known)) or 'none'})"
+        return where, (f"'{head(path)}' is never in the store: no action writes it and the initial store lacks it "
+                       f"(artifacts: {', '.join(sorted(known)) or 'none'})")
     reach = reach_store(s, path)
     if not reach.ok:
         return where, f"'{path}' reaches nothing the scenario declares: {reach.problem}"
     if number and reach.types is not None and not reach.types & NUMBER_TYPES:
-        return where, f"'{path}' holds {' or '.join(sorted(reach.types))}, never a number, so the comparison " \
-                      f"can never be evaluated"
+        return where, (f"'{path}' holds {' or '.join(sorted(reach.types))}, never a number, so the comparison "
+                       "can never be evaluated")
     return None
 
 
@@ -178,8 +178,8 @@ def _check_workflow(s: Scenario) -> Problem:
     for i, n in enumerate(s.workflow.nodes):
         where = f"workflow.nodes[{i}]"
         for name in sorted(n.model_fields_set - {"id", "type"} - _NODE_FIELDS[n.type]):
-            return f"{where}.{name}", f"'{name}' means nothing on a '{n.type}' node, which reads only " \
-                                      f"{', '.join(sorted(_NODE_FIELDS[n.type]))}"
+            return f"{where}.{name}", (f"'{name}' means nothing on a '{n.type}' node, which reads only "
+                                       f"{', '.join(sorted(_NODE_FIELDS[n.type]))}")
         if n.type in ("model_step", "action"):
             if n.action is None:
                 return f"{where}.action", f"a '{n.type}' node needs an action"
@@ -261,9 +261,9 @@ def _check_oracle(s: Scenario) -> Problem:
         if stop_gate is not None and head(key) not in s.store.artifacts:
             writers = [a for a in s.actions if a.writes == head(key)]
             if writers and all(a.gate == stop_gate.name for a in writers):
-                return f"oracle.required_artifacts[{j}]", \
-                    f"'{head(key)}' is written only by actions gated by '{stop_gate.name}' " \
-                    f"({', '.join(a.name for a in writers)}), so a run that stops there correctly never has it"
+                return f"oracle.required_artifacts[{j}]", (
+                    f"'{head(key)}' is written only by actions gated by '{stop_gate.name}' "
+                    f"({', '.join(a.name for a in writers)}), so a run that stops there correctly never has it")
     for j, name in enumerate(o.required_actions):
         where = f"oracle.required_actions[{j}]"
         if name not in actions or name == finish:
@@ -335,9 +335,9 @@ def _check_approvals(s: Scenario) -> Problem:
             if gated is not None and not cleared:
                 walk = _walk_to(came_from, state)
                 field, action = gated
-                return f"workflow.nodes[{index[node_id]}].{field}", \
-                    f"'{action}' needs approval '{gate.name}', but the node is reachable without passing an " \
-                    f"approval node for it ({' -> '.join(walk)})"
+                return f"workflow.nodes[{index[node_id]}].{field}", (
+                    f"'{action}' needs approval '{gate.name}', but the node is reachable without passing an "
+                    f"approval node for it ({' -> '.join(walk)})")
             after = cleared and not (read & _node_changes(s, node))
             for target, guarded in _edges(node, condition):
                 following = (target, after or guarded)

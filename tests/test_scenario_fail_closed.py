@@ -212,8 +212,8 @@ def route(*branches: dict[str, Any], check: dict[str, Any] | None = None, fallba
 
 OVER = {"greater_than": {"invoice.amount": 10000}}
 SKIPS: list[tuple[str, Edit, str]] = [
-    ("gated_step_before_its_approval", route({"goto": "pay"}), "workflow.nodes[4].action: 'pay_invoice' needs approval "
-     "'cfo_approval', but the node is reachable without passing an approval node for it (read -> match -> route -> pay)"),
+    ("gated_step_before_its_approval", route({"goto": "pay"}), ("workflow.nodes[4].action: 'pay_invoice' needs approval "
+     "'cfo_approval', but the node is reachable without passing an approval node for it (read -> match -> route -> pay)")),
     ("agent_with_a_gated_tool", put("workflow.nodes.1.tools", ["record_check", "fetch_rates", "pay_invoice"]),
      "workflow.nodes[1].tools[2]: 'pay_invoice' needs approval"),
     ("skip_on_another_threshold", route({"when": {"greater_than": {"invoice.amount": 20000}}, "goto": "approve"}, {"goto": "pay"}),

@@ -95,7 +95,7 @@ def test_early_suspension_at_the_right_gate_without_the_read_only_work():
 
 def test_early_when_the_guard_asks_before_the_work_under_audit():
     """With nothing behind it the guard asks for a sign-off of a report that does not exist: recorded, and early."""
-    outcome, events = mode_run(REPORT, "react_guarded", step("send_report"), policy="audit")
+    outcome, _ = mode_run(REPORT, "react_guarded", step("send_report"), policy="audit")
     assert outcome.status == "suspended" and verdict_of(outcome) == "early"
     assert outcome.unauthorized_side_effects == 0 and "precondition:ask_director" in outcome.violations
 
