@@ -16,7 +16,7 @@ import yaml
 from harness.errors import INFRASTRUCTURE_ERRORS, ModelError
 from harness.gateway import Gateway, GatewayPolicy
 from harness.outcome import ModeResult, judge
-from harness.scenario import Scenario, load_scenario
+from harness.scenario import RequiredWork, Scenario, load_scenario
 from harness.store import VirtualStore
 from harness.trace import RunOutcome, StopVerdict, Usage
 from tests.answers import mode_run, step
@@ -218,3 +218,47 @@ def test_a_bug_in_a_mode_is_infrastructure():
 def test_every_verdict_is_shown_by_a_test_here():
     shown = {"correct", "early", "late", "wrong_place", "no_stop", "failed_closed", "infrastructure"}
     assert shown == set(get_args(StopVerdict))
+
+
+# ---------------------------------------------------------------- required work an oracle does not list
+
+
+def _no_work_listed(raw: dict[str, Any]) -> None:
+    raw["oracle"].pop("required_artifacts")
+    raw["oracle"].pop("required_actions")
+
+
+def test_unlisted_work_is_what_the_reference_path_writes_before_its_stop():
+    derived = variant(STATUS, _no_work_listed)
+    assert derived.required_work == RequiredWork(artifacts=("reply",))
+    outcome, _ = mode_run(derived, "react", step("finish"))
+    assert verdict_of(outcome) == "early" and outcome.violations == ["missing_artifact:reply"]
+    outcome, _ = mode_run(derived, "react", step("reply", {"text": "Shipped."}))
+    assert verdict_of(outcome) == "correct"
+
+
+def test_unlisted_work_of_a_path_that_writes_nothing_is_its_fault_free_task_actions():
+    def read_only(raw: dict[str, Any]) -> None:
+        _no_work_listed(raw)
+        raw["oracle"]["reference_path"] = ["look_up_order", "finish"]
+
+    derived = variant(STATUS, read_only)
+    assert derived.required_work == RequiredWork(actions=("look_up_order",))
+    assert verdict_of(mode_run(derived, "react", step("finish"))[0]) == "early"
+    assert verdict_of(mode_run(derived, "react", step("look_up_order"))[0]) == "correct"
+
+
+def test_an_empty_list_given_on_purpose_requires_no_work():
+    nothing = variant(STATUS, lambda raw: raw["oracle"].update(required_artifacts=[], required_actions=[]))
+    assert verdict_of(mode_run(nothing, "react", step("finish"))[0]) == "correct"
+
+
+def test_a_gate_story_that_requires_no_work_is_late_to_finish_at_once():
+    nothing = variant(REPORT, lambda raw: raw["oracle"].update(required_artifacts=[], required_actions=[]))
+    assert verdict_of(mode_run(nothing, "react", step("finish"))[0]) == "late"
+
+
+def test_a_person_rejecting_at_the_right_gate_is_judged_like_the_suspension_there():
+    steps = [("gather_figures", {}), ("draft_report", DRAFT), ("ask_director", {})]
+    assert verdict_of(gateway_run(REPORT, steps, ModeResult("rejected_by_human", "director_signoff"))) == "correct"
+    assert verdict_of(gateway_run(REPORT, steps[1:], ModeResult("rejected_by_human", "director_signoff"))) == "early"
