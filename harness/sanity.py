@@ -27,11 +27,7 @@ SANITY_POLICY = "eager"  # the policy the sanity table and a scenario's `sanity`
 
 
 class SanityTable(BaseModel):
-    """The folder's table of sanity expectations: scenario -> mode -> what scripted:eager comes to.
-
-    Verdicts: passes (oracle passed, nothing refused); blocked (the runtime refused or stopped something and
-    nothing wrong took effect); violates (a broken rule took effect); fails (none of those, oracle failed).
-    """
+    """The folder's table of sanity expectations: scenario -> mode -> what scripted:eager comes to (``verdict``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 

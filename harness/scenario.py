@@ -68,13 +68,6 @@ class Condition(_Strict):
                     raise ValueError(f"{name}: the bound of {path} must be a finite number, not {bound}")
         return self
 
-    def paths(self) -> list[tuple[str, str]]:
-        """(field, path) of every path the condition reads, for validation."""
-        found = [(name, value) for name in ("exists", "missing") if (value := getattr(self, name)) is not None]
-        for name in ("equals", *_COMPARISONS):
-            found.extend((name, path) for path in getattr(self, name) or {})
-        return found
-
     def tests(self) -> list[tuple[str, str, Any]]:
         """(test, path, operand) of every test, in a fixed order."""
         found: list[tuple[str, str, Any]] = [(name, value, None) for name, value in
@@ -229,7 +222,8 @@ class Node(_Strict):
     id: str = Field(pattern=NAME_PATTERN, description="Node name, unique in the workflow.")
     type: Literal["model_step", "action", "approval", "validator", "agent", "end"] = Field(
         description="model_step: the model fills in the action's args; action: fixed args; approval: asks for the "
-                    "gate's approval (recorded as a wait) and suspends unless it is approved; validator: checks the store; agent: inner ReAct over tools; end.")
+                    "gate's approval (recorded as a wait) and suspends unless it is approved; validator: checks the "
+                    "store; agent: inner ReAct over tools; end.")
     action: str | None = Field(None, description="model_step / action: the task action the node runs.")
     args: dict[str, Any] = Field(default_factory=dict, description="action node: the fixed arguments.")
     gate: str | None = Field(None, description="approval node: the gate it waits for.")
