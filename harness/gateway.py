@@ -76,7 +76,7 @@ class Gateway:
         violations = ("precondition",) if missing else ()
         if missing and self.policy == "enforce":
             asked_for = f" for '{for_action}'" if for_action else ""
-            observation = {"blocked": "precondition", "approval": gate,
+            observation = {"blocked": "precondition", "gate": gate,
                            "detail": f"approval '{gate}'{asked_for} cannot be asked for: {', '.join(missing)} missing"}
             return self._record(step, name, {}, "blocked", "precondition", observation, violations, gate=gate)
         self.store.wait_markers.append(gate)
