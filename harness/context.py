@@ -12,7 +12,7 @@ from harness.clock import Clock
 from harness.errors import ErrorKind, ModelError
 from harness.gateway import ActionRecord, Gateway
 from harness.models.base import Model, ModelReply, ModelRequest, PolicyView, Purpose, RequestMeta
-from harness.scenario import Condition, Limits, Scenario
+from harness.scenario import Condition, Limits, Scenario, Truth
 from harness.signals import StopRequest
 from harness.trace import DecisionMaker, ErrorInfo, EventKind, RunOutcome, TraceEvent, Usage
 
@@ -137,14 +137,25 @@ class RunContext:
         return None if spec is None else self.gateway.argument_problem(spec, args)
 
     def holds(self, condition: Condition | None) -> bool:
-        """Evaluates a store condition (a workflow check or branch); no condition holds trivially."""
+        """Whether a store condition certainly holds (one that cannot be evaluated does not); none holds trivially."""
         return condition is None or condition.holds(self.gateway.store.artifacts)
+
+    def evaluate(self, condition: Condition) -> Truth:
+        """A store condition's value: True, False, or unknown with the reason (code never routes on unknowns)."""
+        return condition.evaluate(self.gateway.store.artifacts)
 
     # ------------------------------------------------------------ the model proposes, the gateway decides
 
     def act(self, action: str, args: Any, *, allowed: Collection[str], step: int) -> ActionRecord:
         """Sends an action through the gateway and traces the gateway's verdict."""
-        record = self.gateway.execute(action, args, allowed=allowed, step=step)
+        return self._traced(self.gateway.execute(action, args, allowed=allowed, step=step))
+
+    def request_approval(self, gate: str, *, step: int, for_action: str | None = None) -> ActionRecord:
+        """Asks for a gate's approval through the gateway (a recorded wait, or blocked) before a mode suspends."""
+        return self._traced(self.gateway.request_approval(gate, step=step, for_action=for_action))
+
+    def _traced(self, record: ActionRecord) -> ActionRecord:
+        action, args, step = record.action, record.args, record.step
         detail: dict[str, Any] = {"observation": record.observation}
         if record.reason:
             detail["reason"] = record.reason

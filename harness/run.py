@@ -286,11 +286,10 @@ def catalog(scenarios_dir: Path | None = None) -> Catalog:
 
 def check_scenarios(scenarios_dir: Path | None = None) -> list[Any]:
     """The sanity check of every scenario in the folder (harness.sanity.SanityReport each)."""
-    from harness.sanity import check_scenario
+    from harness.sanity import check_folder
 
     folder, _ = project_dirs(scenarios_dir)
-    modes = select_modes([])
-    return [check_scenario(s, modes) for s in load_all(folder).values()]
+    return check_folder(folder, select_modes([]))
 
 
 def scenario_schema_text() -> str:

@@ -71,6 +71,7 @@ async def run_cell(cell: Cell, config: MatrixConfig, sink: Callable[[TraceEvent]
                      rng=random.Random(seed), limits=scenario.limits)
     started = clock.monotonic()
     interrupted: BaseException | None = None
+    ended_by: str | None = None  # the kind of the error that ended the run: infrastructure runs are not judged
     trace.emit(step=0, decision_maker="runtime", kind="run_start",
                detail={"seed": seed, "gateway_policy": config.gateway_policy,
                        "limits": scenario.limits.model_dump(), "parameters": mode.parameters(),
@@ -81,16 +82,16 @@ async def run_cell(cell: Cell, config: MatrixConfig, sink: Callable[[TraceEvent]
         # A failed request names its step; an answer the mode could not use belongs to the step just traced.
         trace.emit(step=exc.step if exc.step is not None else trace.last_step, decision_maker="runtime",
                    kind="error", result="run_error", error=ErrorInfo(kind=exc.kind, message=str(exc)))
-        result = ModeResult("error")
+        result, ended_by = ModeResult("error"), exc.kind
     except (RunInterrupted, asyncio.CancelledError) as exc:
         interrupted, result = exc, ModeResult("interrupted")
     except Exception as exc:  # a bug in a mode must not take the matrix down; the trace keeps it
         trace.emit(step=0, decision_maker="runtime", kind="error", result="run_error",
                    error=ErrorInfo(kind="internal", message=f"{type(exc).__name__}: {exc}"))
-        result = ModeResult("error")
+        result, ended_by = ModeResult("error"), "internal"
     wall_ms = (clock.monotonic() - started) * 1000.0
     outcome = judge(scenario, gateway, result, llm_calls=trace.llm_calls, usage=trace.usage,
-                    wall_ms=wall_ms, errors=dict(trace.errors))
+                    wall_ms=wall_ms, errors=dict(trace.errors), ended_by=ended_by)
     trace.emit(step=outcome.steps, decision_maker="runtime", kind="summary", result=outcome.status,
                usage=outcome.usage, latency_ms=outcome.wall_ms, outcome=outcome, final=True)
     if interrupted is not None:

@@ -41,14 +41,17 @@ async def run_plan_suspending(ctx: RunContext, plan: list[Step], allowed: list[s
             return ModeResult("step_limit")
         spec = ctx.scenario.action_map.get(item.action)
         gate = spec.gate if spec is not None else None
-        if spec is not None and spec.kind == "task" and gate and not ctx.approved(gate):
-            ctx.suspend(executed, "executor", gate, {"plan_index": index, "proposed": item.action})
-            return ModeResult("suspended", suspended_at=gate)
         executed += 1
-        ctx.decide(executed, "executor", item.action, "execute", {"plan_index": index})
-        record = ctx.act(item.action, item.args, allowed=allowed, step=executed)
-        if gate and record.status == "wait_recorded" and not ctx.approved(gate):
-            ctx.suspend(executed, "executor", gate, {"plan_index": index})
-            return ModeResult("suspended", suspended_at=gate)
+        if spec is not None and spec.kind == "task" and gate and not ctx.approved(gate):
+            # a gate that came to apply after planning (a threshold): ask before the action, never run it;
+            # a blocked request (its preconditions missing) is this step's result and the plan goes on
+            ctx.decide(executed, "executor", item.action, "request_approval", {"plan_index": index})
+            record = ctx.request_approval(gate, step=executed, for_action=item.action)
+        else:
+            ctx.decide(executed, "executor", item.action, "execute", {"plan_index": index})
+            record = ctx.act(item.action, item.args, allowed=allowed, step=executed)
+        if record.status == "wait_recorded" and record.gate is not None and not ctx.approved(record.gate):
+            ctx.suspend(executed, "executor", record.gate, {"plan_index": index})
+            return ModeResult("suspended", suspended_at=record.gate)
     ctx.decide(executed, "executor", None, "plan_exhausted")
     return ModeResult("finished")

@@ -2,7 +2,8 @@
 
 The guard offers only the actions the agent's role may call, refuses arguments that fail the action's
 schema and an action repeated too often, and turns a wait, or a gated action whose approval is
-missing, into a real suspension (seed 003's mode 4).
+missing, into a real suspension (seed 003's mode 4): only once the gateway has recorded the wait or the
+approval request; a blocked one goes back to the model as an observation.
 """
 
 from __future__ import annotations
@@ -62,12 +63,13 @@ class ReActGuarded(Mode):
                 observations.append(f"step {step}: {proposal.action} -> refused by the guard: {refusal}")
                 continue
             if spec.kind == "task" and spec.gate is not None and not ctx.approved(spec.gate):
-                ctx.suspend(step, "runtime", spec.gate, {"proposed": spec.name})
-                return ModeResult("suspended", suspended_at=spec.gate)
-            record = ctx.act(proposal.action, proposal.args, allowed=offered, step=step)
+                # Stop only where someone is really asked; a blocked request goes back to the model.
+                record = ctx.request_approval(spec.gate, step=step, for_action=spec.name)
+            else:
+                record = ctx.act(proposal.action, proposal.args, allowed=offered, step=step)
             observations.append(observation_line(record))
-            if spec.kind == "wait" and not ctx.approved(spec.gate or ""):
-                ctx.suspend(step, "runtime", spec.gate or "", {"proposed": spec.name})
-                return ModeResult("suspended", suspended_at=spec.gate)
+            if record.status == "wait_recorded" and record.gate is not None and not ctx.approved(record.gate):
+                ctx.suspend(step, "runtime", record.gate, {"proposed": spec.name})
+                return ModeResult("suspended", suspended_at=record.gate)
         ctx.decide(ctx.limits.max_steps, "runtime", None, "step_limit")
         return ModeResult("step_limit")

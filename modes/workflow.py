@@ -1,7 +1,7 @@
 """Workflow: code fixes the state transitions; the model only fills in the current node.
 
-After a node the next state is chosen by code; an approval node that is not approved ends the run
-with ``suspended``. Actions of later nodes are never offered to the model before their node.
+After a node the next state is chosen by code; an approval node that is not approved records the
+approval request and ends the run with ``suspended``. Actions of later nodes are never offered to the model before their node.
 """
 
 from __future__ import annotations
@@ -71,6 +71,12 @@ class WorkflowWalk:
         if node.type == "approval":
             gate = node.gate or ""
             if not ctx.approved(gate):
+                # The request is recorded before the run stops; a blocked one fails the node instead.
+                self.step += 1
+                record = ctx.request_approval(gate, step=self.step)
+                self.observations.append(observation_line(record))
+                if record.status != "wait_recorded":
+                    return self.fail(node, f"approval request {record.status}: {record.observation.get('detail')}")
                 ctx.suspend(self.step, "workflow", gate, {"node": node.id})
                 return ModeResult("suspended", suspended_at=gate)
             ctx.decide(self.step, "workflow", gate, "approved", {"node": node.id})
@@ -122,10 +128,14 @@ class WorkflowWalk:
             return self.fail(node, "readiness contract not met")
         return self.succeed(node)
 
-    def succeed(self, node: Node) -> str:
+    def succeed(self, node: Node) -> Visit:
         self.failures[node.id] = 0
         for branch in node.branches:
-            if self.ctx.holds(branch.when):
+            truth = self.ctx.evaluate(branch.when) if branch.when is not None else None
+            if truth is not None and truth.value is None:
+                # Code never routes on a fact it cannot read: falling through could skip an approval.
+                return self.fail(node, f"branch condition cannot be evaluated: {truth.why}")
+            if truth is None or truth.value:
                 return branch.goto
         return node.next or ""
 
