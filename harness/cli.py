@@ -68,7 +68,7 @@ def run_command(
     seed: Annotated[Optional[int], typer.Option(help="Matrix seed; each run's seed derives from it and the cell (default 0; a replay: the recording's).")] = None,
     out: Annotated[Optional[Path], typer.Option(help="Output folder, new or empty (default: a new folder under results/).")] = None,
     replace: Annotated[bool, typer.Option("--replace", help="Replace the bench run in --out once this one completes (re-recording).")] = False,
-    gateway: Annotated[str, typer.Option(help="enforce: broken rules are blocked; audit: recorded but committed.")] = "enforce",
+    gateway: Annotated[Optional[str], typer.Option(help="enforce: broken rules are blocked; audit: recorded but committed (default enforce; a replay: the recording's).")] = None,
     concurrency: Annotated[int, typer.Option(help="Runs (and live requests) in flight at once.")] = 1,
     live: Annotated[bool, typer.Option("--live", help="Same as --model live.")] = False,
     local_model: Annotated[bool, typer.Option("--local-model", help="Same as --model local.")] = False,

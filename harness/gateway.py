@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Any, get_args
+from typing import Any
 
 import jsonschema
 
@@ -13,7 +13,6 @@ from harness.spec import GatewayPolicy
 from harness.store import VirtualStore
 from harness.trace import ActionStatus
 
-GATEWAY_POLICIES: tuple[str, ...] = get_args(GatewayPolicy)
 
 
 @dataclass(frozen=True)

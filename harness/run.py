@@ -28,7 +28,7 @@ from harness.replay_check import Divergence, compare_traces
 from harness.runner import Cell, MatrixConfig, cells_for, run_matrix
 from harness.scenario import Scenario, load_all, select_scenarios
 from harness.signals import StopRequest
-from harness.spec import Endpoint, LiveOptions, RunSpec, project_dirs
+from harness.spec import GATEWAY_POLICIES, Endpoint, GatewayPolicy, LiveOptions, RunSpec, project_dirs
 from harness.trace import RunOutcome, TraceWriter, read_events
 from modes import MODES, select_modes
 
@@ -47,6 +47,7 @@ class Matrix:
     scenarios: list[Scenario]
     trials: int
     seed: int
+    gateway: GatewayPolicy = "enforce"
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -76,7 +77,7 @@ def plan(spec: RunSpec, choice: ModelChoice, scenarios_dir: Path) -> Matrix:
     """Modes, scenarios, trials and seed; every name is checked before anything starts."""
     if choice.kind != "replay":
         return Matrix(select_modes(list(spec.modes)), select_scenarios(scenarios_dir, list(spec.scenarios)),
-                      spec.trials or 1, spec.seed or 0)
+                      spec.trials or 1, spec.seed or 0, spec.gateway or "enforce")
     from harness.manifest import read_manifest
 
     assert choice.folder is not None
@@ -94,8 +95,12 @@ def plan(spec: RunSpec, choice: ModelChoice, scenarios_dir: Path) -> Matrix:
         if left_out:
             notes.append(f"the recording does not cover {', '.join(left_out)}; re-record to include them "
                          "(README: recording and replay)")
+    policy = spec.gateway or recorded.gateway_policy
+    if policy not in GATEWAY_POLICIES:
+        raise UserInputError(f"{choice.folder}: manifest.json: gateway_policy '{policy}' is not one of "
+                             f"{', '.join(GATEWAY_POLICIES)}")
     return Matrix(select_modes(modes), select_scenarios(scenarios_dir, scenarios), spec.trials or recorded.trials,
-                  recorded.seed, notes)
+                  recorded.seed, policy, notes)  # type: ignore[arg-type]
 
 
 def run(spec: RunSpec, *, on_done: OnDone | None = None, notify: Notify = lambda line: None,
@@ -133,7 +138,7 @@ def _run_into(folder: RunFolder, spec: RunSpec, choice: ModelChoice, matrix: Mat
     manifest = Manifest(
         command=list(spec.command), modes=matrix.modes, scenarios=[s.id for s in matrix.scenarios],
         model=model_label(choice, spec.endpoint), model_source=choice.kind or "live", trials=matrix.trials,
-        seed=matrix.seed, gateway_policy=spec.gateway, concurrency=spec.concurrency, start_time=_now(),
+        seed=matrix.seed, gateway_policy=matrix.gateway, concurrency=spec.concurrency, start_time=_now(),
         versions=versions(), replay_of=str(choice.folder) if choice.kind == "replay" else None, notes=matrix.notes)
     manifest.write(folder.path)
     finished = 0
@@ -152,7 +157,7 @@ def _run_into(folder: RunFolder, spec: RunSpec, choice: ModelChoice, matrix: Mat
                 manifest = manifest.model_copy(update={"live": opened.live})
                 manifest.write(folder.path)
             config = MatrixConfig(model=opened.source, seed=matrix.seed, concurrency=spec.concurrency,
-                                  gateway_policy=spec.gateway, stop=stop)
+                                  gateway_policy=matrix.gateway, stop=stop)
             try:
                 with TraceWriter(folder.path / TRACE_FILE) as writer:
                     cells = cells_for(matrix.scenarios, matrix.modes, matrix.trials)
@@ -259,8 +264,7 @@ def replay(recording: Path, *, scenarios_dir: Path | None = None, out: Path | No
              for name in names if name not in known]
     spec = RunSpec(modes=tuple(m for m in recorded.modes if m in MODES),
                    scenarios=tuple(s for s in recorded.scenarios if s in available),
-                   scenarios_dir=folder_of_scenarios, model=f"replay:{recording}", gateway=recorded.gateway_policy,
-                   out=out, command=tuple(sys.argv))
+                   scenarios_dir=folder_of_scenarios, model=f"replay:{recording}", out=out, command=tuple(sys.argv))
     result = run(spec, on_done=on_done, notify=notify, on_plan=on_plan)
     divergences = [] if result.interrupted else compare_traces(read_events(recorded_trace), read_events(result.traces))
     return ReplayCheck(result, divergences, notes)

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from harness.errors import UserInputError
 
 GatewayPolicy = Literal["enforce", "audit"]
+GATEWAY_POLICIES: tuple[str, ...] = get_args(GatewayPolicy)
 ResponseFormat = Literal["json_schema", "json_object", "none"]
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 MAX_TRIALS = 100_000  # runs per cell; cells are generated lazily, so this bounds time, not memory
@@ -72,7 +73,7 @@ class RunSpec(BaseModel):
     trials: int | None = Field(None, ge=1, le=MAX_TRIALS)
     seed: int | None = None
     concurrency: int = Field(1, ge=1, le=MAX_CONCURRENCY)
-    gateway: GatewayPolicy = "enforce"
+    gateway: GatewayPolicy | None = None  # None: enforce (a replay: the recording's policy)
     out: Path | None = None  # None: a new folder under results/
     replace: bool = False  # with out: replace the bench run there once this one completes
     command: tuple[str, ...] = ()  # what the user typed, for the manifest
