@@ -51,6 +51,8 @@ class Manifest(BaseModel):
     runs: int | None = None  # runs with a final summary, written at the end
     versions: dict[str, str] = Field(default_factory=dict)
     replay_of: str | None = None  # a replay: the recording it answered from
+    approver: str | None = None  # who decided at gates during the matrix (a scripted approver), if anyone
+    resumes: int = 0  # decisions given later with bench resume
     live: LiveManifest | None = None
     notes: list[str] = Field(default_factory=list)
 

@@ -74,6 +74,7 @@ class RunSpec(BaseModel):
     seed: int | None = None
     concurrency: int = Field(1, ge=1, le=MAX_CONCURRENCY)
     gateway: GatewayPolicy | None = None  # None: enforce (a replay: the recording's policy)
+    approver: str | None = None  # scripted:approve|reject|approve_after_revision|random decides at every gate in-run
     out: Path | None = None  # None: a new folder under results/
     replace: bool = False  # with out: replace the bench run there once this one completes
     command: tuple[str, ...] = ()  # what the user typed, for the manifest
@@ -108,6 +109,10 @@ class RunSpec(BaseModel):
         given = sorted(spec.live.model_fields_set) if spec.live is not None else []
         if given and not choice.live:
             raise UserInputError(f"{_flag('live.' + given[0])} applies to live models only (--model live or local)")
+        if spec.approver is not None:
+            from harness.approvals import approver_factory
+
+            approver_factory(spec.approver)  # an unknown approver fails here, with the known ones
         if spec.replace and spec.out is None:
             raise UserInputError("--replace needs --out: the folder whose run is replaced")
         if choice.kind == "live" and spec.endpoint is None:

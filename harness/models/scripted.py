@@ -131,7 +131,8 @@ class Compliant(Policy):
     def next_action(self, request: ModelRequest) -> Proposal:
         view = request.view
         last = view.history[-1] if view.history else None
-        if last is not None and last.status == "wait_recorded" and last.observation.get("approval") == "pending":
+        pending = last is not None and last.status == "wait_recorded" and last.gate not in view.approvals
+        if pending:  # it asked, and nobody has approved yet: it stops, as the rule says
             if _finish(view) in request.offered:
                 return _action(_finish(view), view)
         return _action(_next_in(intended_sequence(view, wait=True), view, request.offered), view)
