@@ -82,6 +82,7 @@ def run_command(
     provider: Annotated[Optional[str], typer.Option(help="Live: auto|openai|azure|vllm|ollama|llamacpp|deepseek|dashscope|gemini|generic (default auto: from the URL and /models; README: provider profiles).")] = None,
     strict_schema: Annotated[bool, typer.Option("--strict-schema", help="Live: OpenAI strict structured outputs; names each scenario argument that cannot be strict.")] = False,
     max_response_bytes: Annotated[Optional[int], typer.Option(help="Live: read at most this many bytes of an answer (default 4 MiB); past it the answer is a parse error.")] = None,
+    resume: Annotated[Optional[Path], typer.Option("--resume", metavar="DIR", help="Continue a matrix that was cut short (killed or interrupted): only its cells without a final summary run.")] = None,
     approver: Annotated[Optional[str], typer.Option(help="scripted:approve|reject|approve_after_revision|random decides at every gate, so each story runs to its end (default: runs suspend at gates; decide later with bench resume).")] = None,
     scenarios_dir: ScenariosDir = None,
 ) -> None:
@@ -94,11 +95,13 @@ def run_command(
         "max_tokens": max_tokens, "timeout_s": timeout, "retries": retries, "backoff_s": backoff,
         "provider": provider, "strict_schema": strict_schema or None, "max_response_bytes": max_response_bytes}.items()
         if value is not None}
+    given = {name: value for name, value in {
+        "modes": mode, "scenarios": scenario, "scenarios_dir": scenarios_dir,
+        "model": _model_alias(model, live, local_model), "live": live_options or None, "trials": trials, "seed": seed,
+        "gateway": gateway, "out": out, "replace": replace or None, "approver": approver, "resume": resume}.items()
+        if value is not None}
     spec = RunSpec.build(env=os.environ,  # the key is read from the environment here, and only here
-                         modes=mode or (), scenarios=scenario or (), scenarios_dir=scenarios_dir,
-                         model=_model_alias(model, live, local_model), live=live_options or None, trials=trials,
-                         seed=seed, concurrency=concurrency, gateway=gateway, out=out, replace=replace,
-                         approver=approver, command=sys.argv)
+                         concurrency=concurrency, command=sys.argv, **given)
     with MatrixProgress() as progress:
         result = run(spec, on_done=lambda cell, outcome: progress.done(outcome), notify=_note,
                      on_plan=lambda matrix: progress.plan(matrix.size))

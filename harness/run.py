@@ -12,7 +12,7 @@ import asyncio
 import platform
 import sys
 import threading
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
@@ -111,8 +111,11 @@ def run(spec: RunSpec, *, on_done: OnDone | None = None, notify: Notify = lambda
 
     SIGINT and SIGTERM stop the runs in flight at their next event; the manifest then says
     ``interrupted`` (``result.stop.exit_code`` is 130 or 143) and a ``--replace`` run leaves the old
-    run in place. A local model server is always stopped.
+    run in place. A local model server is always stopped. ``spec.resume`` continues a matrix that was
+    cut short: only its cells without a final summary run.
     """
+    if spec.resume is not None:
+        return _continue(spec, on_done, notify, on_plan)
     scenarios_dir, results_root = project_dirs(spec.scenarios_dir)
     choice = choose(spec.model)
     matrix = plan(spec, choice, scenarios_dir)
@@ -122,9 +125,16 @@ def run(spec: RunSpec, *, on_done: OnDone | None = None, notify: Notify = lambda
         on_plan(matrix)
     stop = StopRequest()
     folder = RunFolder.take(spec.out, spec.replace, results_root, datetime.now(UTC))
+    manifest = Manifest(
+        command=list(spec.command), modes=matrix.modes, scenarios=[s.id for s in matrix.scenarios],
+        model=model_label(choice, spec.endpoint), model_source=choice.kind or "live", model_choice=choice.describe(),
+        trials=matrix.trials, seed=matrix.seed, gateway_policy=matrix.gateway, concurrency=spec.concurrency,
+        start_time=_now(), versions=versions(), replay_of=str(choice.folder) if choice.kind == "replay" else None,
+        approver=spec.approver, live_options=spec.live_options.model_dump(exclude_defaults=True), notes=matrix.notes)
     try:
         with stop.installed():
-            manifest = _run_into(folder, spec, choice, matrix, stop, on_done, notify)
+            cells = cells_for(matrix.scenarios, matrix.modes, matrix.trials)
+            manifest = _run_cells(folder.path, manifest, cells, spec, choice, matrix, stop, on_done, notify)
     except BaseException:
         folder.discard()  # only a folder in which no run has written anything
         raise
@@ -134,17 +144,60 @@ def run(spec: RunSpec, *, on_done: OnDone | None = None, notify: Notify = lambda
     return RunResult(where, manifest, matrix.notes, stop)
 
 
-def _run_into(folder: RunFolder, spec: RunSpec, choice: ModelChoice, matrix: Matrix, stop: StopRequest,
-              on_done: OnDone | None, notify: Notify) -> Manifest:
+def _continue(spec: RunSpec, on_done: OnDone | None, notify: Notify,
+              on_plan: Callable[[Matrix], None] | None) -> RunResult:
+    """A matrix that was cut short (killed, interrupted) goes on in its own folder: partial runs are dropped
+    cleanly, and only the cells without a final summary run, so the folder ends with every cell exactly once."""
+    from harness.continuation import keep_finished_runs
+
+    assert spec.resume is not None
+    given = sorted(spec.model_fields_set & {"modes", "scenarios", "model", "trials", "seed", "gateway", "approver", "out",
+                                              "replace", "live"})
+    if given:
+        raise UserInputError(f"--resume continues the matrix as it was started; --{given[0].replace('_', '-')} cannot "
+                             "change it")
+    held = RunFolder.attach(spec.resume)
+    try:
+        manifest = read_manifest(spec.resume)
+        if manifest.status == "complete":
+            raise UserInputError(f"--resume {spec.resume}: the matrix is complete; nothing to continue")
+        scenarios_dir, _ = project_dirs(spec.scenarios_dir)
+        choice = choose(manifest.model_choice or _old_choice(manifest))
+        matrix = Matrix(select_modes(manifest.modes), select_scenarios(scenarios_dir, manifest.scenarios),
+                        manifest.trials, manifest.seed, manifest.gateway_policy, list(manifest.notes))  # type: ignore[arg-type]
+        kept = keep_finished_runs(spec.resume)
+        if on_plan is not None:
+            on_plan(matrix)
+        notify(f"note: {len(kept.finished)} runs kept, {len(kept.dropped)} partial runs dropped; continuing")
+        manifest = manifest.model_copy(update={
+            "status": "running", "continued": manifest.continued + 1,
+            "dropped_runs": [*manifest.dropped_runs, *kept.dropped]})
+        cells = (c for c in cells_for(matrix.scenarios, matrix.modes, matrix.trials)
+                 if (c.scenario.id, c.mode, c.trial) not in kept.finished)
+        run_spec = spec.model_copy(update={"approver": manifest.approver, "live": LiveOptions(**manifest.live_options)})
+        stop = StopRequest()
+        with stop.installed():
+            manifest = _run_cells(spec.resume, manifest, cells, run_spec, choice, matrix, stop, on_done, notify,
+                                  already=len(kept.finished))
+    finally:
+        held.release()
+    return RunResult(spec.resume, manifest, matrix.notes, stop)
+
+
+def _old_choice(manifest: Manifest) -> str:
+    """The --model value of a manifest written before model_choice was kept."""
+    if manifest.model_source == "replay" and manifest.replay_of:
+        return f"replay:{manifest.replay_of}"
+    if manifest.model_source == "scripted":
+        return manifest.model
+    return "local" if manifest.live is not None and manifest.live.local_model else "live"
+
+
+def _run_cells(folder: Path, manifest: Manifest, cells: Iterable[Cell], spec: RunSpec, choice: ModelChoice,
+               matrix: Matrix, stop: StopRequest, on_done: OnDone | None, notify: Notify, already: int = 0) -> Manifest:
     """Writes the manifest first (so even a run stopped while its model server starts says so), then runs."""
-    manifest = Manifest(
-        command=list(spec.command), modes=matrix.modes, scenarios=[s.id for s in matrix.scenarios],
-        model=model_label(choice, spec.endpoint), model_source=choice.kind or "live", trials=matrix.trials,
-        seed=matrix.seed, gateway_policy=matrix.gateway, concurrency=spec.concurrency, start_time=_now(),
-        versions=versions(), replay_of=str(choice.folder) if choice.kind == "replay" else None,
-        approver=spec.approver, notes=matrix.notes)
-    manifest.write(folder.path)
-    finished = 0
+    manifest.write(folder)
+    finished = already
 
     def done(cell: Cell, outcome: RunOutcome) -> None:
         nonlocal finished
@@ -155,16 +208,15 @@ def _run_into(folder: RunFolder, spec: RunSpec, choice: ModelChoice, matrix: Mat
     status = "interrupted"
     try:
         with open_source(choice, endpoint=spec.endpoint, options=spec.live_options, concurrency=spec.concurrency,
-                         run_folder=folder.path, scenarios=matrix.scenarios, notify=notify) as opened:
+                         run_folder=folder, scenarios=matrix.scenarios, notify=notify) as opened:
             if opened.live is not None:
                 manifest = manifest.model_copy(update={"live": opened.live})
-                manifest.write(folder.path)
+                manifest.write(folder)
             config = MatrixConfig(model=opened.source, seed=matrix.seed, concurrency=spec.concurrency,
                                   gateway_policy=matrix.gateway, stop=stop, approver=approver_factory(spec.approver),
-                                  checkpoints=CheckpointStore(folder.path), model_choice=choice.describe())
+                                  checkpoints=CheckpointStore(folder), model_choice=choice.describe())
             try:
-                with TraceWriter(folder.path / TRACE_FILE) as writer:
-                    cells = cells_for(matrix.scenarios, matrix.modes, matrix.trials)
+                with TraceWriter(folder / TRACE_FILE) as writer:
                     _run_async(_matrix(cells, config, writer.write, done, stop))
             finally:
                 learnt = opened.facts()  # what a live endpoint forced the client to adapt
@@ -180,7 +232,7 @@ def _run_into(folder: RunFolder, spec: RunSpec, choice: ModelChoice, matrix: Mat
     finally:
         stop.detach()
         manifest = manifest.model_copy(update={"status": status, "end_time": _now(), "runs": finished})
-        manifest.write(folder.path)
+        manifest.write(folder)
     return manifest
 
 

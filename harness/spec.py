@@ -76,6 +76,7 @@ class RunSpec(BaseModel):
     gateway: GatewayPolicy | None = None  # None: enforce (a replay: the recording's policy)
     approver: str | None = None  # scripted:approve|reject|approve_after_revision|random decides at every gate in-run
     out: Path | None = None  # None: a new folder under results/
+    resume: Path | None = None  # a matrix folder to continue: only its cells without a final summary run
     replace: bool = False  # with out: replace the bench run there once this one completes
     command: tuple[str, ...] = ()  # what the user typed, for the manifest
 
@@ -115,9 +116,20 @@ class RunSpec(BaseModel):
             approver_factory(spec.approver)  # an unknown approver fails here, with the known ones
         if spec.replace and spec.out is None:
             raise UserInputError("--replace needs --out: the folder whose run is replaced")
-        if choice.kind == "live" and spec.endpoint is None:
+        if spec.endpoint is None and (choice.kind == "live" or _continues_live(spec.resume)):
             spec = spec.model_copy(update={"endpoint": endpoint_from_env(env)})
         return spec
+
+
+def _continues_live(folder: Path | None) -> bool:
+    """Whether --resume continues a matrix that asked a live endpoint (it needs the endpoint again)."""
+    if folder is None:
+        return False
+    from harness.manifest import read_manifest
+
+    manifest = read_manifest(folder)
+    return manifest.model_source == "live" and (manifest.model_choice or "live") == "live" and not (
+        manifest.live is not None and manifest.live.local_model)
 
 
 def _one_line(exc: ValidationError) -> str:
