@@ -100,6 +100,7 @@ class RunContext:
                 catalog=self.scenario.actions, history=tuple(self.gateway.records),
                 approvals=self.open_gates(), agent_role=self.scenario.agent_role,
                 max_plan_steps=self.limits.max_steps + 1, feedback=feedback,
+                reference=self.scenario.reference_steps,
             ),
             meta=RequestMeta(scenario=self.scenario.id, mode=self.trace.info.mode, step=step,
                              trial=self.trace.info.trial),
@@ -200,6 +201,7 @@ class RunContext:
         decision = self.gatekeeper.decide(gate, len(self.gateway.decisions))
         if decision is None:
             raise Suspended(gate)
+        decision = decision.model_copy(update={"seq": self.trace.seq})
         self.trace.emit(step=step, decision_maker="human", kind="human", action=gate, result=decision.decision,
                         detail={"who": decision.who, "note": decision.note, "scripted": decision.scripted,
                                 "verdict_at_stop": verdict_here})

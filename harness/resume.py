@@ -69,6 +69,8 @@ class ResumeGatekeeper:
         if stop < len(past):
             if past[stop].gate != gate:
                 raise ResumeMismatch(f"stop {stop + 1} of the run is at '{gate}', not at '{past[stop].gate}' as before")
+            if past[stop].seq is not None:  # an earlier resume wrote a summary before this decision's event
+                self._trace.seq = past[stop].seq
             return past[stop]
         if stop > len(past):
             return None  # a later gate: nobody has decided yet, the run suspends again

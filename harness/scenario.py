@@ -434,6 +434,18 @@ class Scenario(_Strict):
             return RequiredWork(expectation.required_artifacts, expectation.required_actions)
         return derived_work(self, expectation)
 
+    @cached_property
+    def reference_steps(self) -> tuple[ReferenceStep, ...]:
+        """The correct steps of the whole story: the oracle's path, then, past its gate, what follows the approval."""
+        steps = [s for s in self.oracle.reference_path if self.action_map[s.action].kind != "finish"]
+        stop, seen = self.oracle.expected_stop, set()
+        while stop != "finished" and stop not in seen:
+            seen.add(stop)
+            stage = self.after_approval(stop)
+            steps += [s for s in stage.reference_path if self.action_map[s.action].kind != "finish"]
+            stop = stage.expected_stop
+        return tuple(steps)
+
     def after_approval(self, gate: str) -> StopExpectation:
         """What a correct run does once ``gate`` is approved: the oracle's entry, else the actions the gate held
         back commit (none of the first half's forbidden actions but those) and the run finishes."""

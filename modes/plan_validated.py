@@ -58,6 +58,7 @@ class PlanValidated(Mode):
     intervention = "plan review before execution; approvals suspend"
     autonomy = "plans the steps; execution is controlled"
     spectrum = 5
+    hard_gate = True
     max_plan_revisions: ClassVar[int] = 2  # REVISE rounds before the validator rejects
     PARAMETERS = ("max_plan_revisions",)
 

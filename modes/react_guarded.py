@@ -31,6 +31,7 @@ class ReActGuarded(Mode):
     intervention = "before every action (the guard); approvals suspend"
     autonomy = "chooses tools and order within the guard"
     spectrum = 4
+    hard_gate = True
     max_repeats: ClassVar[int] = 3  # the same action this many times in a row is refused
     PARAMETERS = ("max_repeats",)
 

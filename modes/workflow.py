@@ -34,6 +34,7 @@ class WorkflowMode(Mode):
     intervention = "every approval node suspends the run"
     autonomy = "the content of the current step"
     spectrum = 1
+    hard_gate = True
 
     async def run(self, ctx: RunContext) -> ModeResult:
         return await WorkflowWalk(ctx).walk()
