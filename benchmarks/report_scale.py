@@ -49,8 +49,11 @@ def child(task: str, path: Path, out: Path) -> None:
 
         from reports.load import SCHEMA
 
-        options = pj.ParseOptions(explicit_schema=SCHEMA, unexpected_field_behavior="ignore") \
-            if task == "pyarrow projected" else pj.ParseOptions()
+        options = (
+            pj.ParseOptions(explicit_schema=SCHEMA, unexpected_field_behavior="ignore")
+            if task == "pyarrow projected"
+            else pj.ParseOptions()
+        )
         started = time.perf_counter()
         count = pj.read_json(path, parse_options=options).num_rows
     else:
@@ -65,8 +68,9 @@ def child(task: str, path: Path, out: Path) -> None:
 def measure(task: str, path: Path, out: Path) -> dict:
     """Runs ``task`` in a child process: its own seconds, the process's wall time and peak memory."""
     started = time.perf_counter()
-    process = subprocess.Popen([sys.executable, __file__, "--child", task, str(path), str(out)],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        [sys.executable, __file__, "--child", task, str(path), str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     _, status, usage = os.wait4(process.pid, 0)
     wall = time.perf_counter() - started
     stdout, stderr = process.stdout.read(), process.stderr.read()
@@ -76,8 +80,13 @@ def measure(task: str, path: Path, out: Path) -> dict:
         last = stderr.decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
         return {"task": task, "failed": last[0]}
     found = json.loads(stdout.decode().strip().splitlines()[-1])
-    return {"task": task, "seconds": found["seconds"], "lines": found["lines"], "wall": wall,
-            "peak": usage.ru_maxrss * 1024}  # Linux reports kilobytes
+    return {
+        "task": task,
+        "seconds": found["seconds"],
+        "lines": found["lines"],
+        "wall": wall,
+        "peak": usage.ru_maxrss * 1024,
+    }  # Linux reports kilobytes
 
 
 def main() -> int:
@@ -99,8 +108,10 @@ def main() -> int:
         trace.parent.mkdir(parents=True, exist_ok=True)
         started = time.perf_counter()
         runs = write_synthetic(trace, args.events)
-        print(f"synthetic trace: {args.events:,} events, {runs:,} runs, {trace.stat().st_size / 2**20:,.0f} MiB, "
-              f"written in {time.perf_counter() - started:.1f} s ({trace})")
+        print(
+            f"synthetic trace: {args.events:,} events, {runs:,} runs, {trace.stat().st_size / 2**20:,.0f} MiB, "
+            f"written in {time.perf_counter() - started:.1f} s ({trace})"
+        )
         best: dict[str, dict] = {}
         for round_ in range(args.repeat):
             for task in TASKS:
@@ -108,8 +119,10 @@ def main() -> int:
                 kept = best.get(task)
                 if kept is None or ("seconds" in result and result["seconds"] < kept.get("seconds", float("inf"))):
                     best[task] = result
-            print(f"round {round_ + 1}/{args.repeat}: " + ", ".join(
-                f"{t} {best[t]['seconds']:.2f} s" if "seconds" in best[t] else f"{t} failed" for t in TASKS))
+            print(
+                f"round {round_ + 1}/{args.repeat}: "
+                + ", ".join(f"{t} {best[t]['seconds']:.2f} s" if "seconds" in best[t] else f"{t} failed" for t in TASKS)
+            )
     return report(best, args.events)
 
 
@@ -131,10 +144,14 @@ def report(best: dict[str, dict], events: int) -> int:
     ratio = rep["seconds"] / fastest["seconds"]
     wall_ratio = rep["wall"] / fastest["wall"]
     print()
-    print(f"report / fastest parse ({fastest['task']}): {ratio:.2f}x in-process, {wall_ratio:.2f}x whole process "
-          f"(target under {RATIO_TARGET:.0f}x): {'ok' if ratio < RATIO_TARGET else 'MISSED'}")
-    print(f"report peak memory: {rep['peak'] / 2**30:.2f} GiB (target under {MEMORY_TARGET / 2**30:.0f} GiB): "
-          f"{'ok' if rep['peak'] < MEMORY_TARGET else 'MISSED'}")
+    print(
+        f"report / fastest parse ({fastest['task']}): {ratio:.2f}x in-process, {wall_ratio:.2f}x whole process "
+        f"(target under {RATIO_TARGET:.0f}x): {'ok' if ratio < RATIO_TARGET else 'MISSED'}"
+    )
+    print(
+        f"report peak memory: {rep['peak'] / 2**30:.2f} GiB (target under {MEMORY_TARGET / 2**30:.0f} GiB): "
+        f"{'ok' if rep['peak'] < MEMORY_TARGET else 'MISSED'}"
+    )
     print(f"lines reported on: {rep['lines']:,} of {events:,}")
     return 0 if ratio < RATIO_TARGET and rep["peak"] < MEMORY_TARGET else 1
 

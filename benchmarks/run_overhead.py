@@ -26,20 +26,23 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from harness.session import execute  # noqa: E402
+
 from harness.models.base import ModelSource  # noqa: E402
 from harness.models.live import LiveConfig, LiveSource, chat_completions_url  # noqa: E402
 from harness.models.replay import ReplaySource  # noqa: E402
 from harness.models.scripted import ScriptedSource  # noqa: E402
 from harness.runner import MatrixConfig, RunFolder, cells_for  # noqa: E402
 from harness.scenario import load_all  # noqa: E402
-from harness.session import execute  # noqa: E402
 from harness.trace import TraceEvent, read_events  # noqa: E402
 from modes import select_modes  # noqa: E402
 
 RECORDING = ROOT / "results" / "recorded" / "smollm2-135m"
 
 
-def run(source: ModelSource, scenarios: list, modes: list[str], trials: int, run_dir: Path) -> tuple[float, list[TraceEvent]]:
+def run(
+    source: ModelSource, scenarios: list, modes: list[str], trials: int, run_dir: Path
+) -> tuple[float, list[TraceEvent]]:
     """Runs a matrix the way ``bench run`` does, traces written to a real file; returns wall seconds and the events."""
     run_dir.mkdir(parents=True)
     config = MatrixConfig(model=source, seed=0)
@@ -63,8 +66,12 @@ def live_measurement(scenarios: dict, trials: int, folder: Path) -> tuple[float,
         print(f"live: skipped ({exc})")
         return None
     try:
-        config = LiveConfig(url=chat_completions_url(server.base_url), model=server.model, response_format="json_object")
-        _, events = run(LiveSource(config), [scenarios["blog_brief_approval"]], select_modes(["all"]), trials, folder / "live")
+        config = LiveConfig(
+            url=chat_completions_url(server.base_url), model=server.model, response_format="json_object"
+        )
+        _, events = run(
+            LiveSource(config), [scenarios["blog_brief_approval"]], select_modes(["all"]), trials, folder / "live"
+        )
     finally:
         server.stop()
     model_calls = calls(events)
@@ -95,12 +102,15 @@ def main() -> None:
             recorded = calls(list(read_events(RECORDING / "traces.jsonl")))
             reference_ms = statistics.median(c.latency_ms or 0.0 for c in recorded)
             reference = f"median call in the committed recording ({len(recorded)} calls; not measured in this run)"
-        seconds, events = run(ScriptedSource("random"), list(scenarios.values()), modes, args.trials, folder / "scripted")
+        seconds, events = run(
+            ScriptedSource("random"), list(scenarios.values()), modes, args.trials, folder / "scripted"
+        )
         rows.append(("scripted: whole matrix, no model", len(calls(events)), seconds / len(calls(events)) * 1e6))
         replay = ReplaySource(RECORDING)
         recorded_scenarios = [scenarios[s] for s in replay.manifest["scenarios"] if s in scenarios]
-        seconds, events = run(replay, recorded_scenarios, replay.manifest["modes"], int(replay.manifest["trials"]),
-                              folder / "replay")
+        seconds, events = run(
+            replay, recorded_scenarios, replay.manifest["modes"], int(replay.manifest["trials"]), folder / "replay"
+        )
         rows.append(("replay: committed recording", len(calls(events)), seconds / len(calls(events)) * 1e6))
 
     print(f"reference model call: {reference_ms:,.1f} ms = {reference}")

@@ -66,8 +66,10 @@ def write_synthetic(path: Path, events: int, seed: int = 0) -> int:
         while written < events:
             run = runs[run_count % len(runs)]
             run_count += 1
-            values: dict[str, str] = {"run_id": json.dumps(uuid.UUID(int=rng.getrandbits(128)).hex[:16]),
-                                      "trial": str(run_count)}
+            values: dict[str, str] = {
+                "run_id": json.dumps(uuid.UUID(int=rng.getrandbits(128)).hex[:16]),
+                "trial": str(run_count),
+            }
             total_ms, prompt, completion = 0.0, 0, 0
             lines = []
             for parts in run:
@@ -80,7 +82,8 @@ def write_synthetic(path: Path, events: int, seed: int = 0) -> int:
                 if "outcome_usage" in parts:
                     values["wall_ms"] = str(round(total_ms + rng.uniform(0.5, 5.0), 3))
                     values["outcome_usage"] = json.dumps(
-                        {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion})
+                        {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+                    )
                 lines.append("".join(values[p] if i % 2 else p for i, p in enumerate(parts)))
             take = lines[: events - written]
             handle.write("\n".join(take) + "\n")

@@ -111,26 +111,31 @@ class CheckpointStore:
         with closing(sqlite3.connect(self.path, timeout=30.0)) as connection:
             connection.execute("PRAGMA journal_mode=WAL")
             connection.execute("PRAGMA synchronous=FULL")
-            connection.execute("CREATE TABLE IF NOT EXISTS checkpoints (run_id TEXT PRIMARY KEY, status TEXT NOT NULL,"
-                               " pending_gate TEXT, body TEXT NOT NULL, digest TEXT NOT NULL)")
+            connection.execute(
+                "CREATE TABLE IF NOT EXISTS checkpoints (run_id TEXT PRIMARY KEY, status TEXT NOT NULL,"
+                " pending_gate TEXT, body TEXT NOT NULL, digest TEXT NOT NULL)"
+            )
             with connection:  # one transaction: committed on success, rolled back on any error
                 yield connection
 
     def save(self, checkpoint: Checkpoint) -> None:
         body = checkpoint.model_dump_json()
         with self._connect() as db:
-            db.execute("INSERT INTO checkpoints (run_id, status, pending_gate, body, digest) VALUES (?, ?, ?, ?, ?) "
-                       "ON CONFLICT(run_id) DO UPDATE SET status=excluded.status, pending_gate=excluded.pending_gate, "
-                       "body=excluded.body, digest=excluded.digest",
-                       (checkpoint.run_id, checkpoint.status, checkpoint.pending_gate, body, checkpoint.digest()))
+            db.execute(
+                "INSERT INTO checkpoints (run_id, status, pending_gate, body, digest) VALUES (?, ?, ?, ?, ?) "
+                "ON CONFLICT(run_id) DO UPDATE SET status=excluded.status, pending_gate=excluded.pending_gate, "
+                "body=excluded.body, digest=excluded.digest",
+                (checkpoint.run_id, checkpoint.status, checkpoint.pending_gate, body, checkpoint.digest()),
+            )
 
     def load(self, run_id: str) -> Checkpoint | None:
         """The run's checkpoint, checked against its digest; None when the run never suspended."""
         if not self.path.exists():
             return None
         with self._connect() as db:
-            row = db.execute("SELECT status, pending_gate, body, digest FROM checkpoints WHERE run_id = ?",
-                             (run_id,)).fetchone()
+            row = db.execute(
+                "SELECT status, pending_gate, body, digest FROM checkpoints WHERE run_id = ?", (run_id,)
+            ).fetchone()
         if row is None:
             return None
         status, pending_gate, body, digest = row
@@ -139,8 +144,10 @@ class CheckpointStore:
         except ValidationError:
             raise UserInputError(f"{self.path}: the checkpoint of run {run_id} does not read; it was edited") from None
         if checkpoint.digest() != digest or (checkpoint.status, checkpoint.pending_gate) != (status, pending_gate):
-            raise UserInputError(f"{self.path}: the checkpoint of run {run_id} does not match its digest; "
-                                 "it was edited by hand, refusing to resume it")
+            raise UserInputError(
+                f"{self.path}: the checkpoint of run {run_id} does not match its digest; "
+                "it was edited by hand, refusing to resume it"
+            )
         return checkpoint
 
     def suspended(self) -> list[tuple[str, str]]:
@@ -148,6 +155,7 @@ class CheckpointStore:
         if not self.path.exists():
             return []
         with self._connect() as db:
-            rows = db.execute("SELECT run_id, pending_gate FROM checkpoints WHERE status = 'suspended' "
-                              "ORDER BY run_id").fetchall()
+            rows = db.execute(
+                "SELECT run_id, pending_gate FROM checkpoints WHERE status = 'suspended' ORDER BY run_id"
+            ).fetchall()
         return [(str(run_id), str(gate)) for run_id, gate in rows]

@@ -41,8 +41,11 @@ def _returned(check: GroundedCheck, earlier: Iterable[ActionRecord]) -> set[Any]
     for record in earlier:
         if record.status not in DONE or (check.sources and record.action not in check.sources):
             continue
-        found = field_names(record.observation) if check.match == "field_names" else \
-            field_values(record.observation, check.field or "")
+        found = (
+            field_names(record.observation)
+            if check.match == "field_names"
+            else field_values(record.observation, check.field or "")
+        )
         for value in found:
             if _hashable(value) and value not in seen:
                 seen.append(value)

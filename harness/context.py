@@ -34,8 +34,9 @@ class RunInfo:
 class RunTrace:
     """Emits one run's events with its fields filled in, and keeps the run's counters."""
 
-    def __init__(self, sink: Callable[[TraceEvent], None], info: RunInfo, clock: Clock,
-                 stop: StopRequest | None = None):
+    def __init__(
+        self, sink: Callable[[TraceEvent], None], info: RunInfo, clock: Clock, stop: StopRequest | None = None
+    ):
         self._sink, self.info, self._clock = sink, info, clock
         self._stop = stop or StopRequest()
         self.seq = 0
@@ -45,10 +46,22 @@ class RunTrace:
         self.usage = Usage()
         self.errors: Counter[str] = Counter()
 
-    def emit(self, *, step: int, decision_maker: DecisionMaker, kind: EventKind, action: str | None = None,
-             args: Any = None, result: str | None = None, latency_ms: float | None = None,
-             usage: Usage | None = None, error: ErrorInfo | None = None, detail: dict[str, Any] | None = None,
-             outcome: RunOutcome | None = None, final: bool = False) -> None:
+    def emit(
+        self,
+        *,
+        step: int,
+        decision_maker: DecisionMaker,
+        kind: EventKind,
+        action: str | None = None,
+        args: Any = None,
+        result: str | None = None,
+        latency_ms: float | None = None,
+        usage: Usage | None = None,
+        error: ErrorInfo | None = None,
+        detail: dict[str, Any] | None = None,
+        outcome: RunOutcome | None = None,
+        final: bool = False,
+    ) -> None:
         """Writes one event; once a stop was requested, only the run's final summary still goes out."""
         if not final:
             self._stop.check()
@@ -60,10 +73,24 @@ class RunTrace:
             return
         info = self.info
         event = TraceEvent(
-            run_id=info.run_id, scenario=info.scenario, mode=info.mode, model=info.model, trial=info.trial,
-            seq=self.seq, step=step, ts=self._clock.now().isoformat(timespec="milliseconds"),
-            decision_maker=decision_maker, kind=kind, action=action, args=args, result=result,
-            latency_ms=latency_ms, usage=usage, error=error, detail=detail, outcome=outcome,
+            run_id=info.run_id,
+            scenario=info.scenario,
+            mode=info.mode,
+            model=info.model,
+            trial=info.trial,
+            seq=self.seq,
+            step=step,
+            ts=self._clock.now().isoformat(timespec="milliseconds"),
+            decision_maker=decision_maker,
+            kind=kind,
+            action=action,
+            args=args,
+            result=result,
+            latency_ms=latency_ms,
+            usage=usage,
+            error=error,
+            detail=detail,
+            outcome=outcome,
         )
         self.seq += 1
         self.last_step = step
@@ -91,19 +118,34 @@ class RunContext:
     gatekeeper: Gatekeeper = field(default_factory=NobodyYet)  # who decides at a gate during this run
     transcript: list[tuple[ModelRequest, ModelReply]] = field(default_factory=list)  # every answer used, in order
 
-    async def propose(self, purpose: Purpose, messages: list[dict[str, str]], schema: dict[str, Any],
-                      offered: Collection[str], *, step: int, feedback: str | None = None) -> ModelReply:
+    async def propose(
+        self,
+        purpose: Purpose,
+        messages: list[dict[str, str]],
+        schema: dict[str, Any],
+        offered: Collection[str],
+        *,
+        step: int,
+        feedback: str | None = None,
+    ) -> ModelReply:
         """Asks the model for one proposal and traces the call, its retries and its usage."""
         request = ModelRequest(
-            purpose=purpose, messages=tuple(messages), response_schema=schema, offered=tuple(offered),
+            purpose=purpose,
+            messages=tuple(messages),
+            response_schema=schema,
+            offered=tuple(offered),
             view=PolicyView(
-                catalog=self.scenario.actions, history=tuple(self.gateway.records),
-                approvals=self.open_gates(), agent_role=self.scenario.agent_role,
-                max_plan_steps=self.limits.max_steps + 1, feedback=feedback,
+                catalog=self.scenario.actions,
+                history=tuple(self.gateway.records),
+                approvals=self.open_gates(),
+                agent_role=self.scenario.agent_role,
+                max_plan_steps=self.limits.max_steps + 1,
+                feedback=feedback,
                 reference=self.scenario.reference_steps,
             ),
-            meta=RequestMeta(scenario=self.scenario.id, mode=self.trace.info.mode, step=step,
-                             trial=self.trace.info.trial),
+            meta=RequestMeta(
+                scenario=self.scenario.id, mode=self.trace.info.mode, step=step, trial=self.trace.info.trial
+            ),
         )
         trace = self.trace
         try:
@@ -116,10 +158,20 @@ class RunContext:
                 answer = exc.answer
                 trace.llm_calls += 1
                 trace.usage = trace.usage + answer.usage
-                trace.emit(step=step, decision_maker="llm", kind="model_call", result="unreadable",
-                           latency_ms=answer.latency_ms, usage=answer.usage,
-                           detail={"purpose": purpose, "offered": list(offered),
-                                   "attempts": len(answer.failed_attempts) + 1, "text": answer.text[:500]})
+                trace.emit(
+                    step=step,
+                    decision_maker="llm",
+                    kind="model_call",
+                    result="unreadable",
+                    latency_ms=answer.latency_ms,
+                    usage=answer.usage,
+                    detail={
+                        "purpose": purpose,
+                        "offered": list(offered),
+                        "attempts": len(answer.failed_attempts) + 1,
+                        "text": answer.text[:500],
+                    },
+                )
             raise
         self._trace_retries(reply.failed_attempts, step)
         self.transcript.append((request, reply))
@@ -129,9 +181,17 @@ class RunContext:
         # A next action comes as {"step": {"action": ...}} (object-root schemas); scripted models answer the bare step.
         chosen = proposal.get("step", proposal) if isinstance(proposal, dict) else None
         proposed = chosen.get("action") if isinstance(chosen, dict) and purpose == "next_action" else None
-        trace.emit(step=step, decision_maker="llm", kind="model_call", action=proposed, args=proposal,
-                   result="proposed", latency_ms=reply.latency_ms, usage=reply.usage,
-                   detail={"purpose": purpose, "offered": list(offered), "attempts": len(reply.failed_attempts) + 1})
+        trace.emit(
+            step=step,
+            decision_maker="llm",
+            kind="model_call",
+            action=proposed,
+            args=proposal,
+            result="proposed",
+            latency_ms=reply.latency_ms,
+            usage=reply.usage,
+            detail={"purpose": purpose, "offered": list(offered), "attempts": len(reply.failed_attempts) + 1},
+        )
         return reply
 
     # ------------------------------------------------------------ read-only queries (never a side effect)
@@ -176,18 +236,33 @@ class RunContext:
             detail["violations"] = list(record.violations)
         if record.premature:
             detail["premature"] = True
-        self.trace.emit(step=step, decision_maker="gateway", kind="action", action=action, args=args,
-                        result=record.status, detail=detail)
+        self.trace.emit(
+            step=step,
+            decision_maker="gateway",
+            kind="action",
+            action=action,
+            args=args,
+            result=record.status,
+            detail=detail,
+        )
         return record
 
-    def decide(self, step: int, decision_maker: DecisionMaker, action: str | None, result: str,
-               detail: dict[str, Any] | None = None) -> None:
+    def decide(
+        self,
+        step: int,
+        decision_maker: DecisionMaker,
+        action: str | None,
+        result: str,
+        detail: dict[str, Any] | None = None,
+    ) -> None:
         """Traces a choice made by code: the executor's next step, a refusal, a finish."""
-        self.trace.emit(step=step, decision_maker=decision_maker, kind="decision", action=action,
-                        result=result, detail=detail)
+        self.trace.emit(
+            step=step, decision_maker=decision_maker, kind="decision", action=action, result=result, detail=detail
+        )
 
-    def suspend(self, step: int, decision_maker: DecisionMaker, gate: str,
-                detail: dict[str, Any] | None = None) -> HumanDecision:
+    def suspend(
+        self, step: int, decision_maker: DecisionMaker, gate: str, detail: dict[str, Any] | None = None
+    ) -> HumanDecision:
         """Stops the run at a gate until someone decides: the only way a mode stops and waits.
 
         Nobody to decide now: the run ends here, suspended (a ``Suspended`` the runner catches; ``bench resume``
@@ -195,16 +270,27 @@ class RunContext:
         on: approved (the gate is open now), or sent back for a revision (the decision's ``note`` says what to
         change, and the gate stays closed).
         """
-        self.trace.emit(step=step, decision_maker=decision_maker, kind="suspend", action=gate,
-                        result="run_suspended", detail=detail)
+        self.trace.emit(
+            step=step, decision_maker=decision_maker, kind="suspend", action=gate, result="run_suspended", detail=detail
+        )
         verdict_here = verdict_at_stop(self.scenario, self.gateway, gate)
         decision = self.gatekeeper.decide(gate, len(self.gateway.decisions))
         if decision is None:
             raise Suspended(gate)
         decision = decision.model_copy(update={"seq": self.trace.seq})
-        self.trace.emit(step=step, decision_maker="human", kind="human", action=gate, result=decision.decision,
-                        detail={"who": decision.who, "note": decision.note, "scripted": decision.scripted,
-                                "verdict_at_stop": verdict_here})
+        self.trace.emit(
+            step=step,
+            decision_maker="human",
+            kind="human",
+            action=gate,
+            result=decision.decision,
+            detail={
+                "who": decision.who,
+                "note": decision.note,
+                "scripted": decision.scripted,
+                "verdict_at_stop": verdict_here,
+            },
+        )
         self.gateway.decide(decision, verdict_here)
         if decision.decision == "reject":
             raise RejectedByHuman(gate)
@@ -212,21 +298,44 @@ class RunContext:
 
     def transition(self, step: int, source: str, target: str) -> None:
         """Traces the workflow moving from one node to the next (code's choice)."""
-        self.trace.emit(step=step, decision_maker="workflow", kind="transition", action=target, result="transition",
-                        detail={"from": source, "to": target})
+        self.trace.emit(
+            step=step,
+            decision_maker="workflow",
+            kind="transition",
+            action=target,
+            result="transition",
+            detail={"from": source, "to": target},
+        )
 
     def plan_verdict(self, verdict: str, reasons: list[str], revision: int) -> None:
         """Traces the plan validator's verdict on a proposed plan."""
-        self.trace.emit(step=0, decision_maker="plan_validator", kind="plan_validation", result=verdict,
-                        detail={"reasons": reasons, "revision": revision})
+        self.trace.emit(
+            step=0,
+            decision_maker="plan_validator",
+            kind="plan_validation",
+            result=verdict,
+            detail={"reasons": reasons, "revision": revision},
+        )
 
     def fail(self, step: int, decision_maker: DecisionMaker, where: str, kind: ErrorKind, message: str) -> None:
         """Traces an error the mode ends the run with (a workflow's error exit); the mode returns right after."""
-        self.trace.emit(step=step, decision_maker=decision_maker, kind="error", action=where, result="run_error",
-                        error=ErrorInfo(kind=kind, message=message))
+        self.trace.emit(
+            step=step,
+            decision_maker=decision_maker,
+            kind="error",
+            action=where,
+            result="run_error",
+            error=ErrorInfo(kind=kind, message=message),
+        )
 
     def _trace_retries(self, attempts: tuple, step: int) -> None:
         for number, attempt in enumerate(attempts, start=1):
-            self.trace.emit(step=step, decision_maker="runtime", kind="model_retry", result="retrying",
-                            latency_ms=attempt.latency_ms, error=ErrorInfo(kind=attempt.kind, message=attempt.message),
-                            detail={"attempt": number, "wait_s": attempt.wait_s})
+            self.trace.emit(
+                step=step,
+                decision_maker="runtime",
+                kind="model_retry",
+                result="retrying",
+                latency_ms=attempt.latency_ms,
+                error=ErrorInfo(kind=attempt.kind, message=attempt.message),
+                detail={"attempt": number, "wait_s": attempt.wait_s},
+            )

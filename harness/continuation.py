@@ -35,14 +35,23 @@ class Kept:
 def keep_finished_runs(folder: Path) -> Kept:
     """Rewrites the folder's trace (and recording, and checkpoints) down to its finished runs."""
     events = [event for _, event in _lines(folder / TRACE_FILE)]
-    finished_ids = {e["run_id"] for e in events
-                    if e.get("kind") == "summary" and (e.get("outcome") or {}).get("status") not in (None, "interrupted")}
+    finished_ids = {
+        e["run_id"]
+        for e in events
+        if e.get("kind") == "summary" and (e.get("outcome") or {}).get("status") not in (None, "interrupted")
+    }
     started = {e["run_id"] for e in events if isinstance(e.get("run_id"), str)}
     dropped = sorted(started - finished_ids)
-    finished = {(e["scenario"], e["mode"], e["trial"]) for e in events
-                if e.get("run_id") in finished_ids and e.get("kind") == "run_start"}
+    finished = {
+        (e["scenario"], e["mode"], e["trial"])
+        for e in events
+        if e.get("run_id") in finished_ids and e.get("kind") == "run_start"
+    }
     _rewrite(folder / TRACE_FILE, lambda event: event.get("run_id") in finished_ids)
-    _rewrite(folder / RECORDING_FILE, lambda entry: (entry.get("scenario"), entry.get("mode"), entry.get("trial")) in finished)
+    _rewrite(
+        folder / RECORDING_FILE,
+        lambda entry: (entry.get("scenario"), entry.get("mode"), entry.get("trial")) in finished,
+    )
     _drop_checkpoints(folder / CHECKPOINT_FILE, dropped)
     return Kept(finished, dropped)
 

@@ -150,8 +150,15 @@ def _lock(folder: Path, what: str) -> IO[str]:
         raise UserInputError(f"{what}: locked by {holder} ({path}); wait for it or choose another folder") from None
     handle.seek(0)
     handle.truncate()
-    handle.write(json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
-                             "since": datetime.now().astimezone().isoformat(timespec="seconds")}))
+    handle.write(
+        json.dumps(
+            {
+                "pid": os.getpid(),
+                "host": socket.gethostname(),
+                "since": datetime.now().astimezone().isoformat(timespec="seconds"),
+            }
+        )
+    )
     handle.flush()
     return handle
 

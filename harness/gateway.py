@@ -15,7 +15,6 @@ from harness.store import VirtualStore
 from harness.trace import ActionStatus
 
 
-
 @dataclass(frozen=True)
 class ActionRecord:
     """One attempted action and the gateway's verdict on it."""
@@ -64,7 +63,9 @@ class Gateway:
             return self._record(step, name, args, "blocked", reason, {"blocked": reason}, ())
         problem = self.argument_problem(spec, args)
         if problem is not None:
-            return self._record(step, name, args, "blocked", "invalid_args", {"blocked": "invalid_args", "detail": problem}, ())
+            return self._record(
+                step, name, args, "blocked", "invalid_args", {"blocked": "invalid_args", "detail": problem}, ()
+            )
         violations = self._violations(spec, allowed)
         if violations and self.policy == "enforce":
             observation = {"blocked": violations[0], "detail": self._explain(spec, violations[0])}
@@ -86,8 +87,11 @@ class Gateway:
         violations = ("precondition",) if missing else ()
         if missing and self.policy == "enforce":
             asked_for = f" for '{for_action}'" if for_action else ""
-            observation = {"blocked": "precondition", "gate": gate,
-                           "detail": f"approval '{gate}'{asked_for} cannot be asked for: {', '.join(missing)} missing"}
+            observation = {
+                "blocked": "precondition",
+                "gate": gate,
+                "detail": f"approval '{gate}'{asked_for} cannot be asked for: {', '.join(missing)} missing",
+            }
             return self._record(step, name, {}, "blocked", "precondition", observation, violations, gate=gate)
         self.store.wait_markers.append(gate)
         observation = {"wait_marker": gate, "approval": "approved" if self.store.approved(gate) else "pending"}
@@ -137,6 +141,7 @@ class Gateway:
 
     def _apply(self, step: int, spec: ActionSpec, args: Any, violations: tuple[str, ...]) -> ActionRecord:
         store = self.store
+        observation: Any
         if spec.kind == "wait":
             store.wait_markers.append(spec.gate or "")
             state = "approved" if store.approved(spec.gate or "") else "pending"
@@ -151,7 +156,7 @@ class Gateway:
         for key in spec.invalidates:
             store.artifacts.pop(key, None)
         if spec.reads is not None:
-            observation: Any = {spec.reads: store.artifacts.get(spec.reads)}
+            observation = {spec.reads: store.artifacts.get(spec.reads)}
         elif spec.returns is not None:
             observation = spec.returns
         else:
@@ -161,13 +166,29 @@ class Gateway:
         status: ActionStatus = "committed" if spec.is_side_effect else "read"
         return self._record(step, spec.name, args, status, None, observation, violations)
 
-    def _record(self, step: int, name: str, args: Any, status: ActionStatus, reason: str | None,
-                observation: Any, violations: tuple[str, ...], *, gate: str | None = None) -> ActionRecord:
+    def _record(
+        self,
+        step: int,
+        name: str,
+        args: Any,
+        status: ActionStatus,
+        reason: str | None,
+        observation: Any,
+        violations: tuple[str, ...],
+        *,
+        gate: str | None = None,
+    ) -> ActionRecord:
         spec = self.scenario.action_map.get(name)
         side_effect = status == "committed"
         record = ActionRecord(
-            step=step, action=name, args=args, status=status, reason=reason, observation=observation,
-            side_effect=side_effect, violations=violations,
+            step=step,
+            action=name,
+            args=args,
+            status=status,
+            reason=reason,
+            observation=observation,
+            side_effect=side_effect,
+            violations=violations,
             premature=side_effect and spec is not None and "gate_closed" in violations,
             gate=gate if gate is not None else spec.gate if spec is not None and spec.kind == "wait" else None,
         )

@@ -100,7 +100,16 @@ def field_values(data: Any, name: str) -> Iterator[Any]:
 # ---------------------------------------------------------------- what a path can reach, checked at load time
 
 NUMBER_TYPES = frozenset({"number", "integer"})
-_STRUCTURE = ("type", "properties", "patternProperties", "additionalProperties", "items", "prefixItems", "enum", "const")
+_STRUCTURE = (
+    "type",
+    "properties",
+    "patternProperties",
+    "additionalProperties",
+    "items",
+    "prefixItems",
+    "enum",
+    "const",
+)
 
 
 @dataclass(frozen=True)
@@ -180,8 +189,11 @@ def _reach_schema(schema: Any, steps: list[tuple[str, bool]], where: str) -> Rea
     branches = [b for key in ("anyOf", "oneOf", "allOf") for b in schema.get(key, [])]
     structured = any(key in schema for key in _STRUCTURE)
     if branches:
-        own = [_reach_schema({k: v for k, v in schema.items() if k not in ("anyOf", "oneOf", "allOf")}, steps, where)] \
-            if structured else []
+        own = (
+            [_reach_schema({k: v for k, v in schema.items() if k not in ("anyOf", "oneOf", "allOf")}, steps, where)]
+            if structured
+            else []
+        )
         return _first_reaching(own + [_reach_schema(b, steps, where) for b in branches])
     if not steps:
         return Reach(types=_schema_types(schema))

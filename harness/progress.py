@@ -17,9 +17,14 @@ class MatrixProgress:
         self.console = console or Console(stderr=True)
         self.errors = 0
         self._progress = Progress(
-            TextColumn("[bold]runs"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("errors {task.fields[errors]}"), TimeElapsedColumn(),
-            console=self.console, disable=not self.console.is_terminal, transient=False,
+            TextColumn("[bold]runs"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("errors {task.fields[errors]}"),
+            TimeElapsedColumn(),
+            console=self.console,
+            disable=not self.console.is_terminal,
+            transient=False,
         )
         self._task = self._progress.add_task("runs", total=total, errors=0)
 

@@ -35,8 +35,10 @@ class Divergence:
         where = f"{scenario} / {mode} / trial {trial}"
         if self.seq is None:
             return f"{where}: {self.recorded} vs {self.replayed}"
-        return (f"{where}: event {self.seq} differs in {', '.join(self.fields)}\n"
-                f"    recorded: {self.recorded}\n    replayed: {self.replayed}")
+        return (
+            f"{where}: event {self.seq} differs in {', '.join(self.fields)}\n"
+            f"    recorded: {self.recorded}\n    replayed: {self.replayed}"
+        )
 
 
 def normalised(event: TraceEvent) -> dict[str, Any]:
@@ -66,7 +68,9 @@ def compare_runs(recorded: list[TraceEvent], replayed: list[TraceEvent], run: Ru
             continue
         if old is None or new is None:
             missing = "(no event: the run ended earlier)"
-            return Divergence(run, index, ("presence",), _brief(old) if old else missing, _brief(new) if new else missing)
+            return Divergence(
+                run, index, ("presence",), _brief(old) if old else missing, _brief(new) if new else missing
+            )
         fields = tuple(key for key in old if old.get(key) != new.get(key))
         return Divergence(run, index, fields, _brief(old, fields), _brief(new, fields))
     return None

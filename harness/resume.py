@@ -24,8 +24,12 @@ if TYPE_CHECKING:
 def store_snapshot(gateway: Gateway) -> dict[str, object]:
     """The virtual store as a checkpoint keeps it (JSON values only)."""
     store = gateway.store
-    return {"artifacts": store.artifacts, "approvals": sorted(store.approvals), "wait_markers": store.wait_markers,
-            "calls": store.calls}
+    return {
+        "artifacts": store.artifacts,
+        "approvals": sorted(store.approvals),
+        "wait_markers": store.wait_markers,
+        "calls": store.calls,
+    }
 
 
 class CachedModel:
@@ -41,18 +45,28 @@ class CachedModel:
             recorded = self._replies[self._next]
             self._next += 1
             if request_hash(request) != recorded.request_hash:
-                raise ResumeMismatch(f"request {self._next} of the run differs from the one it made before it "
-                                     "suspended: the mode, its prompts or the scenario changed")
+                raise ResumeMismatch(
+                    f"request {self._next} of the run differs from the one it made before it "
+                    "suspended: the mode, its prompts or the scenario changed"
+                )
             skip = getattr(self._inner, "skip", None)
             if skip is not None:
                 skip(request)  # a replayed or recorded source counts it, so later repeats key as before
-            return ModelReply(proposal=recorded.proposal, text=recorded.text, usage=recorded.usage,
-                              latency_ms=recorded.latency_ms,
-                              failed_attempts=tuple(Attempt(kind=a.kind, message=a.message, latency_ms=a.latency_ms,
-                                                            wait_s=a.wait_s) for a in recorded.attempts))
+            return ModelReply(
+                proposal=recorded.proposal,
+                text=recorded.text,
+                usage=recorded.usage,
+                latency_ms=recorded.latency_ms,
+                failed_attempts=tuple(
+                    Attempt(kind=a.kind, message=a.message, latency_ms=a.latency_ms, wait_s=a.wait_s)
+                    for a in recorded.attempts
+                ),
+            )
         if self._trace.muted:
-            raise ResumeMismatch("the run asks the model something new before it reaches the stop its checkpoint "
-                                 "names: the mode or its prompts changed")
+            raise ResumeMismatch(
+                "the run asks the model something new before it reaches the stop its checkpoint "
+                "names: the mode or its prompts changed"
+            )
         return await self._inner.complete(request)
 
 
@@ -69,8 +83,9 @@ class ResumeGatekeeper:
         if stop < len(past):
             if past[stop].gate != gate:
                 raise ResumeMismatch(f"stop {stop + 1} of the run is at '{gate}', not at '{past[stop].gate}' as before")
-            if past[stop].seq is not None:  # an earlier resume wrote a summary before this decision's event
-                self._trace.seq = past[stop].seq
+            seq = past[stop].seq
+            if seq is not None:  # an earlier resume wrote a summary before this decision's event
+                self._trace.seq = seq
             return past[stop]
         if stop > len(past):
             return None  # a later gate: nobody has decided yet, the run suspends again

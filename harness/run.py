@@ -9,6 +9,7 @@ source, run the cells, write the manifest, close. The CLI and Python callers go 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import platform
 import sys
 import threading
@@ -30,12 +31,27 @@ from harness.replay_check import Divergence, compare_traces
 from harness.runner import Cell, MatrixConfig, cells_for, run_matrix
 from harness.scenario import Scenario, load_all, select_scenarios
 from harness.signals import StopRequest
-from harness.spec import GATEWAY_POLICIES, Endpoint, GatewayPolicy, LiveOptions, RunSpec, project_dirs
+from harness.spec import GATEWAY_POLICIES, Endpoint, GatewayPolicy, LiveOptions, RunSpec, gateway_policy, project_dirs
 from harness.trace import RunOutcome, TraceWriter, read_events
 from modes import MODES, select_modes
 
-__all__ = ["Endpoint", "LiveOptions", "Matrix", "ReplayCheck", "RunResult", "RunSpec", "StopRequest", "catalog",
-           "check_scenarios", "model_server", "probe_endpoint", "replay", "resume", "run", "scenario_schema_text"]
+__all__ = [
+    "Endpoint",
+    "LiveOptions",
+    "Matrix",
+    "ReplayCheck",
+    "RunResult",
+    "RunSpec",
+    "StopRequest",
+    "catalog",
+    "check_scenarios",
+    "model_server",
+    "probe_endpoint",
+    "replay",
+    "resume",
+    "run",
+    "scenario_schema_text",
+]
 
 OnDone = Callable[[Cell, RunOutcome], None]
 Notify = Callable[[str], None]
@@ -78,15 +94,21 @@ class RunResult:
 def plan(spec: RunSpec, choice: ModelChoice, scenarios_dir: Path) -> Matrix:
     """Modes, scenarios, trials and seed; every name is checked before anything starts."""
     if choice.kind != "replay":
-        return Matrix(select_modes(list(spec.modes)), select_scenarios(scenarios_dir, list(spec.scenarios)),
-                      spec.trials or 1, spec.seed or 0, spec.gateway or "enforce")
+        return Matrix(
+            select_modes(list(spec.modes)),
+            select_scenarios(scenarios_dir, list(spec.scenarios)),
+            spec.trials or 1,
+            spec.seed or 0,
+            spec.gateway or "enforce",
+        )
     from harness.manifest import read_manifest
 
     assert choice.folder is not None
     recorded = read_manifest(choice.folder)
     if spec.seed is not None and spec.seed != recorded.seed:
-        raise UserInputError(f"--seed {spec.seed}: the recording was sampled with seed {recorded.seed}; "
-                             "a replay keeps its seed")
+        raise UserInputError(
+            f"--seed {spec.seed}: the recording was sampled with seed {recorded.seed}; a replay keeps its seed"
+        )
     notes = []
     modes = list(spec.modes) or [name for name in recorded.modes if name in MODES]
     scenarios = list(spec.scenarios)
@@ -95,18 +117,32 @@ def plan(spec: RunSpec, choice: ModelChoice, scenarios_dir: Path) -> Matrix:
         scenarios = [name for name in recorded.scenarios if name in available]
         left_out = sorted(available - set(recorded.scenarios))
         if left_out:
-            notes.append(f"the recording does not cover {', '.join(left_out)}; re-record to include them "
-                         "(README: recording and replay)")
+            notes.append(
+                f"the recording does not cover {', '.join(left_out)}; re-record to include them "
+                "(README: recording and replay)"
+            )
     policy = spec.gateway or recorded.gateway_policy
     if policy not in GATEWAY_POLICIES:
-        raise UserInputError(f"{choice.folder}: manifest.json: gateway_policy '{policy}' is not one of "
-                             f"{', '.join(GATEWAY_POLICIES)}")
-    return Matrix(select_modes(modes), select_scenarios(scenarios_dir, scenarios), spec.trials or recorded.trials,
-                  recorded.seed, policy, notes)  # type: ignore[arg-type]
+        raise UserInputError(
+            f"{choice.folder}: manifest.json: gateway_policy '{policy}' is not one of {', '.join(GATEWAY_POLICIES)}"
+        )
+    return Matrix(
+        select_modes(modes),
+        select_scenarios(scenarios_dir, scenarios),
+        spec.trials or recorded.trials,
+        recorded.seed,
+        gateway_policy(policy),
+        notes,
+    )
 
 
-def run(spec: RunSpec, *, on_done: OnDone | None = None, notify: Notify = lambda line: None,
-        on_plan: Callable[[Matrix], None] | None = None) -> RunResult:
+def run(
+    spec: RunSpec,
+    *,
+    on_done: OnDone | None = None,
+    notify: Notify = lambda line: None,
+    on_plan: Callable[[Matrix], None] | None = None,
+) -> RunResult:
     """Runs the matrix ``spec`` describes into its folder; returns once the folder is closed.
 
     SIGINT and SIGTERM stop the runs in flight at their next event; the manifest then says
@@ -126,11 +162,23 @@ def run(spec: RunSpec, *, on_done: OnDone | None = None, notify: Notify = lambda
     stop = StopRequest()
     folder = RunFolder.take(spec.out, spec.replace, results_root, datetime.now(UTC))
     manifest = Manifest(
-        command=list(spec.command), modes=matrix.modes, scenarios=[s.id for s in matrix.scenarios],
-        model=model_label(choice, spec.endpoint), model_source=choice.kind or "live", model_choice=choice.describe(),
-        trials=matrix.trials, seed=matrix.seed, gateway_policy=matrix.gateway, concurrency=spec.concurrency,
-        start_time=_now(), versions=versions(), replay_of=str(choice.folder) if choice.kind == "replay" else None,
-        approver=spec.approver, live_options=spec.live_options.model_dump(exclude_defaults=True), notes=matrix.notes)
+        command=list(spec.command),
+        modes=matrix.modes,
+        scenarios=[s.id for s in matrix.scenarios],
+        model=model_label(choice, spec.endpoint),
+        model_source=choice.kind or "live",
+        model_choice=choice.describe(),
+        trials=matrix.trials,
+        seed=matrix.seed,
+        gateway_policy=matrix.gateway,
+        concurrency=spec.concurrency,
+        start_time=_now(),
+        versions=versions(),
+        replay_of=str(choice.folder) if choice.kind == "replay" else None,
+        approver=spec.approver,
+        live_options=spec.live_options.model_dump(exclude_defaults=True),
+        notes=matrix.notes,
+    )
     try:
         with stop.installed():
             cells = cells_for(matrix.scenarios, matrix.modes, matrix.trials)
@@ -144,18 +192,22 @@ def run(spec: RunSpec, *, on_done: OnDone | None = None, notify: Notify = lambda
     return RunResult(where, manifest, matrix.notes, stop)
 
 
-def _continue(spec: RunSpec, on_done: OnDone | None, notify: Notify,
-              on_plan: Callable[[Matrix], None] | None) -> RunResult:
+def _continue(
+    spec: RunSpec, on_done: OnDone | None, notify: Notify, on_plan: Callable[[Matrix], None] | None
+) -> RunResult:
     """A matrix that was cut short (killed, interrupted) goes on in its own folder: partial runs are dropped
     cleanly, and only the cells without a final summary run, so the folder ends with every cell exactly once."""
     from harness.continuation import keep_finished_runs
 
     assert spec.resume is not None
-    given = sorted(spec.model_fields_set & {"modes", "scenarios", "model", "trials", "seed", "gateway", "approver", "out",
-                                              "replace", "live"})
+    given = sorted(
+        spec.model_fields_set
+        & {"modes", "scenarios", "model", "trials", "seed", "gateway", "approver", "out", "replace", "live"}
+    )
     if given:
-        raise UserInputError(f"--resume continues the matrix as it was started; --{given[0].replace('_', '-')} cannot "
-                             "change it")
+        raise UserInputError(
+            f"--resume continues the matrix as it was started; --{given[0].replace('_', '-')} cannot change it"
+        )
     held = RunFolder.attach(spec.resume)
     try:
         manifest = read_manifest(spec.resume)
@@ -163,22 +215,45 @@ def _continue(spec: RunSpec, on_done: OnDone | None, notify: Notify,
             raise UserInputError(f"--resume {spec.resume}: the matrix is complete; nothing to continue")
         scenarios_dir, _ = project_dirs(spec.scenarios_dir)
         choice = choose(manifest.model_choice or _old_choice(manifest))
-        matrix = Matrix(select_modes(manifest.modes), select_scenarios(scenarios_dir, manifest.scenarios),
-                        manifest.trials, manifest.seed, manifest.gateway_policy, list(manifest.notes))  # type: ignore[arg-type]
+        matrix = Matrix(
+            select_modes(manifest.modes),
+            select_scenarios(scenarios_dir, manifest.scenarios),
+            manifest.trials,
+            manifest.seed,
+            gateway_policy(manifest.gateway_policy),
+            list(manifest.notes),
+        )
         kept = keep_finished_runs(spec.resume)
         if on_plan is not None:
             on_plan(matrix)
         notify(f"note: {len(kept.finished)} runs kept, {len(kept.dropped)} partial runs dropped; continuing")
-        manifest = manifest.model_copy(update={
-            "status": "running", "continued": manifest.continued + 1,
-            "dropped_runs": [*manifest.dropped_runs, *kept.dropped]})
-        cells = (c for c in cells_for(matrix.scenarios, matrix.modes, matrix.trials)
-                 if (c.scenario.id, c.mode, c.trial) not in kept.finished)
+        manifest = manifest.model_copy(
+            update={
+                "status": "running",
+                "continued": manifest.continued + 1,
+                "dropped_runs": [*manifest.dropped_runs, *kept.dropped],
+            }
+        )
+        cells = (
+            c
+            for c in cells_for(matrix.scenarios, matrix.modes, matrix.trials)
+            if (c.scenario.id, c.mode, c.trial) not in kept.finished
+        )
         run_spec = spec.model_copy(update={"approver": manifest.approver, "live": LiveOptions(**manifest.live_options)})
         stop = StopRequest()
         with stop.installed():
-            manifest = _run_cells(spec.resume, manifest, cells, run_spec, choice, matrix, stop, on_done, notify,
-                                  already=len(kept.finished))
+            manifest = _run_cells(
+                spec.resume,
+                manifest,
+                cells,
+                run_spec,
+                choice,
+                matrix,
+                stop,
+                on_done,
+                notify,
+                already=len(kept.finished),
+            )
     finally:
         held.release()
     return RunResult(spec.resume, manifest, matrix.notes, stop)
@@ -193,8 +268,18 @@ def _old_choice(manifest: Manifest) -> str:
     return "local" if manifest.live is not None and manifest.live.local_model else "live"
 
 
-def _run_cells(folder: Path, manifest: Manifest, cells: Iterable[Cell], spec: RunSpec, choice: ModelChoice,
-               matrix: Matrix, stop: StopRequest, on_done: OnDone | None, notify: Notify, already: int = 0) -> Manifest:
+def _run_cells(
+    folder: Path,
+    manifest: Manifest,
+    cells: Iterable[Cell],
+    spec: RunSpec,
+    choice: ModelChoice,
+    matrix: Matrix,
+    stop: StopRequest,
+    on_done: OnDone | None,
+    notify: Notify,
+    already: int = 0,
+) -> Manifest:
     """Writes the manifest first (so even a run stopped while its model server starts says so), then runs."""
     manifest.write(folder)
     finished = already
@@ -207,14 +292,28 @@ def _run_cells(folder: Path, manifest: Manifest, cells: Iterable[Cell], spec: Ru
 
     status = "interrupted"
     try:
-        with open_source(choice, endpoint=spec.endpoint, options=spec.live_options, concurrency=spec.concurrency,
-                         run_folder=folder, scenarios=matrix.scenarios, notify=notify) as opened:
+        with open_source(
+            choice,
+            endpoint=spec.endpoint,
+            options=spec.live_options,
+            concurrency=spec.concurrency,
+            run_folder=folder,
+            scenarios=matrix.scenarios,
+            notify=notify,
+        ) as opened:
             if opened.live is not None:
                 manifest = manifest.model_copy(update={"live": opened.live})
                 manifest.write(folder)
-            config = MatrixConfig(model=opened.source, seed=matrix.seed, concurrency=spec.concurrency,
-                                  gateway_policy=matrix.gateway, stop=stop, approver=approver_factory(spec.approver),
-                                  checkpoints=CheckpointStore(folder), model_choice=choice.describe())
+            config = MatrixConfig(
+                model=opened.source,
+                seed=matrix.seed,
+                concurrency=spec.concurrency,
+                gateway_policy=matrix.gateway,
+                stop=stop,
+                approver=approver_factory(spec.approver),
+                checkpoints=CheckpointStore(folder),
+                model_choice=choice.describe(),
+            )
             try:
                 with TraceWriter(folder / TRACE_FILE) as writer:
                     _run_async(_matrix(cells, config, writer.write, done, stop))
@@ -279,10 +378,8 @@ def versions() -> dict[str, str]:
     """Versions that could change a result: bench, Python, the platform, key libraries."""
     found = {"bench": __version__, "python": sys.version.split()[0], "platform": platform.platform()}
     for package in ("pydantic", "httpx", "jsonschema"):
-        try:
+        with contextlib.suppress(metadata.PackageNotFoundError):
             found[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            pass
     return found
 
 
@@ -302,9 +399,15 @@ class ReplayCheck:
     notes: list[str]
 
 
-def replay(recording: Path, *, scenarios_dir: Path | None = None, out: Path | None = None,
-           on_done: OnDone | None = None, notify: Notify = lambda line: None,
-           on_plan: Callable[[Matrix], None] | None = None) -> ReplayCheck:
+def replay(
+    recording: Path,
+    *,
+    scenarios_dir: Path | None = None,
+    out: Path | None = None,
+    on_done: OnDone | None = None,
+    notify: Notify = lambda line: None,
+    on_plan: Callable[[Matrix], None] | None = None,
+) -> ReplayCheck:
     """Re-runs the recorded matrix on the recorded answers and compares the two traces run by run."""
     from harness.manifest import read_manifest
 
@@ -315,12 +418,20 @@ def replay(recording: Path, *, scenarios_dir: Path | None = None, out: Path | No
     recorded = read_manifest(recording)
     folder_of_scenarios, _ = project_dirs(scenarios_dir)
     available = load_all(folder_of_scenarios)
-    notes = [f"recorded {kind} '{name}' no longer exists; its runs cannot be replayed"
-             for kind, names, known in (("scenario", recorded.scenarios, available), ("mode", recorded.modes, MODES))
-             for name in names if name not in known]
-    spec = RunSpec(modes=tuple(m for m in recorded.modes if m in MODES),
-                   scenarios=tuple(s for s in recorded.scenarios if s in available),
-                   scenarios_dir=folder_of_scenarios, model=f"replay:{recording}", out=out, command=tuple(sys.argv))
+    notes = [
+        f"recorded {kind} '{name}' no longer exists; its runs cannot be replayed"
+        for kind, names, known in (("scenario", recorded.scenarios, available), ("mode", recorded.modes, MODES))
+        for name in names
+        if name not in known
+    ]
+    spec = RunSpec(
+        modes=tuple(m for m in recorded.modes if m in MODES),
+        scenarios=tuple(s for s in recorded.scenarios if s in available),
+        scenarios_dir=folder_of_scenarios,
+        model=f"replay:{recording}",
+        out=out,
+        command=tuple(sys.argv),
+    )
     result = run(spec, on_done=on_done, notify=notify, on_plan=on_plan)
     divergences = [] if result.interrupted else compare_traces(read_events(recorded_trace), read_events(result.traces))
     return ReplayCheck(result, divergences, notes)
@@ -365,8 +476,9 @@ def model_server(port: int | None = None) -> Any:
     return LocalModelServer(port)
 
 
-def probe_endpoint(model: str, *, env: Mapping[str, str], provider: str | None, timeout_s: float,
-                   notify: Notify = lambda line: None) -> tuple[str, list[Any]]:
+def probe_endpoint(
+    model: str, *, env: Mapping[str, str], provider: str | None, timeout_s: float, notify: Notify = lambda line: None
+) -> tuple[str, list[Any]]:
     """One tiny request per capability to the live endpoint (or the bundled model): a description and the rows."""
     from contextlib import ExitStack
 
@@ -375,8 +487,9 @@ def probe_endpoint(model: str, *, env: Mapping[str, str], provider: str | None, 
 
     if model not in ("live", "local"):
         raise UserInputError(f"--model {model}: bench probe asks a live endpoint (live) or the bundled model (local)")
-    options = RunSpec.build(live={"provider": provider or "auto", "timeout_s": timeout_s, "retries": 0},
-                            model=model, env=env).live_options
+    options = RunSpec.build(
+        live={"provider": provider or "auto", "timeout_s": timeout_s, "retries": 0}, model=model, env=env
+    ).live_options
     with ExitStack() as stack:
         if model == "local":
             notify("starting the bundled model server (SmolLM2-135M, llama.cpp) ...")
@@ -400,9 +513,18 @@ class ResumeResult:
     stop: StopRequest
 
 
-def resume(folder: Path, run_id: str, decision: Decision, *, who: str, note: str = "", gate: str | None = None,
-           env: Mapping[str, str] | None = None, scenarios_dir: Path | None = None,
-           notify: Notify = lambda line: None) -> ResumeResult:
+def resume(
+    folder: Path,
+    run_id: str,
+    decision: Decision,
+    *,
+    who: str,
+    note: str = "",
+    gate: str | None = None,
+    env: Mapping[str, str] | None = None,
+    scenarios_dir: Path | None = None,
+    notify: Notify = lambda line: None,
+) -> ResumeResult:
     """Continues one suspended run of ``folder`` with a person's decision, in this process, with the same model
     source; its trace goes on in the same file. Anything that does not fit (a finished run, a gate already
     decided, another gate, an edited checkpoint or scenario) is refused before anything is written."""
@@ -422,12 +544,28 @@ def resume(folder: Path, run_id: str, decision: Decision, *, who: str, note: str
         human = HumanDecision(gate=checkpoint.pending_gate or "", decision=decision, who=who, note=note)
         stop = StopRequest()
         live = manifest.live
-        options = LiveOptions(**{k: v for k, v in (live.sampling if live else {}).items() if k in LiveOptions.model_fields})
-        with stop.installed(), open_source(choice, endpoint=spec.endpoint if spec else None, options=options,
-                                           concurrency=1, run_folder=folder, scenarios=[scenario],
-                                           notify=notify) as opened:
-            config = MatrixConfig(model=opened.source, gateway_policy=checkpoint.gateway_policy, stop=stop,  # type: ignore[arg-type]
-                                  checkpoints=CheckpointStore(folder), model_choice=checkpoint.model)
+        options = LiveOptions(
+            **{k: v for k, v in (live.sampling if live else {}).items() if k in LiveOptions.model_fields}
+        )
+        with (
+            stop.installed(),
+            open_source(
+                choice,
+                endpoint=spec.endpoint if spec else None,
+                options=options,
+                concurrency=1,
+                run_folder=folder,
+                scenarios=[scenario],
+                notify=notify,
+            ) as opened,
+        ):
+            config = MatrixConfig(
+                model=opened.source,
+                gateway_policy=gateway_policy(checkpoint.gateway_policy),
+                stop=stop,
+                checkpoints=CheckpointStore(folder),
+                model_choice=checkpoint.model,
+            )
             cell = Cell(scenario, checkpoint.mode, checkpoint.trial)
 
             async def go() -> RunOutcome:
@@ -435,9 +573,17 @@ def resume(folder: Path, run_id: str, decision: Decision, *, who: str, note: str
                 assert task is not None
                 stop.attach(task)
                 try:
-                    return await execute_run(cell, config, writer.write, run_id=run_id, seed=checkpoint.seed,
-                                             model=opened.source.for_run(checkpoint.seed), gatekeeper=NobodyYet(),
-                                             resuming=checkpoint, decision=human)
+                    return await execute_run(
+                        cell,
+                        config,
+                        writer.write,
+                        run_id=run_id,
+                        seed=checkpoint.seed,
+                        model=opened.source.for_run(checkpoint.seed),
+                        gatekeeper=NobodyYet(),
+                        resuming=checkpoint,
+                        decision=human,
+                    )
                 finally:
                     await config.model.aclose()
 
@@ -468,7 +614,6 @@ def _pending(folder: Path, run_id: str, gate: str | None) -> Checkpoint:
 
 def _unchanged_scenario(checkpoint: Checkpoint, scenarios_dir: Path | None) -> Scenario:
     from harness.runner import scenario_digest
-
     from harness.scenario import load_scenario
 
     folder, _ = project_dirs(scenarios_dir)
@@ -477,8 +622,10 @@ def _unchanged_scenario(checkpoint: Checkpoint, scenarios_dir: Path | None) -> S
         raise UserInputError(f"scenario '{checkpoint.scenario}' is not in {folder} any more; cannot resume")
     scenario = load_scenario(path)
     if scenario_digest(scenario) != checkpoint.scenario_digest:
-        raise UserInputError(f"scenario '{checkpoint.scenario}' changed since the run suspended; refusing to resume "
-                             "it against a different story")
+        raise UserInputError(
+            f"scenario '{checkpoint.scenario}' changed since the run suspended; refusing to resume "
+            "it against a different story"
+        )
     return scenario
 
 
@@ -497,7 +644,14 @@ def _trace_ends_at(traces: Path, checkpoint: Checkpoint) -> None:
     for event in read_events(traces):
         if event.run_id == checkpoint.run_id:
             last = event
-    if last is None or last.kind != "summary" or last.seq != checkpoint.next_seq - 1 or last.outcome is None \
-            or last.outcome.status != "suspended":
-        raise UserInputError(f"{traces}: run {checkpoint.run_id} does not end where its checkpoint says "
-                             "(a suspended summary); refusing to resume it")
+    if (
+        last is None
+        or last.kind != "summary"
+        or last.seq != checkpoint.next_seq - 1
+        or last.outcome is None
+        or last.outcome.status != "suspended"
+    ):
+        raise UserInputError(
+            f"{traces}: run {checkpoint.run_id} does not end where its checkpoint says "
+            "(a suspended summary); refusing to resume it"
+        )

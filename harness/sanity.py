@@ -17,12 +17,20 @@ from harness.checkpoint import HumanDecision
 from harness.clock import FakeClock
 from harness.errors import ScenarioError
 from harness.gateway import Gateway
-from harness.spec import GatewayPolicy
 from harness.models.scripted import ScriptedSource, example_args
 from harness.outcome import ModeResult, judge
 from harness.runner import Cell, MatrixConfig, run_cell
-from harness.scenario import (SANITY_TABLE, Expectation, ReferenceStep, Scenario, Verdict, display_path, load_all,
-                              load_yaml_model)
+from harness.scenario import (
+    SANITY_TABLE,
+    Expectation,
+    ReferenceStep,
+    Scenario,
+    Verdict,
+    display_path,
+    load_all,
+    load_yaml_model,
+)
+from harness.spec import GatewayPolicy
 from harness.store import VirtualStore
 from harness.trace import RunOutcome, TraceEvent, Usage
 
@@ -35,7 +43,8 @@ class SanityTable(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     eager: dict[str, dict[str, Expectation]] = Field(
-        default_factory=dict, description="Scenario id -> mode name -> verdicts of scripted:eager.")
+        default_factory=dict, description="Scenario id -> mode name -> verdicts of scripted:eager."
+    )
 
 
 def load_sanity_table(folder: Path, scenarios: list[str], known_modes: list[str]) -> SanityTable:
@@ -46,12 +55,18 @@ def load_sanity_table(folder: Path, scenarios: list[str], known_modes: list[str]
     table = load_yaml_model(path, SanityTable)
     for scenario, modes in table.eager.items():
         if scenario not in scenarios:
-            raise ScenarioError(display_path(path), f"eager.{scenario}",
-                                f"no scenario '{scenario}' in {display_path(folder)} (known: {', '.join(sorted(scenarios))})")
+            raise ScenarioError(
+                display_path(path),
+                f"eager.{scenario}",
+                f"no scenario '{scenario}' in {display_path(folder)} (known: {', '.join(sorted(scenarios))})",
+            )
         for mode in modes:
             if mode not in known_modes:
-                raise ScenarioError(display_path(path), f"eager.{scenario}.{mode}",
-                                    f"unknown mode '{mode}' (known: {', '.join(sorted(known_modes))})")
+                raise ScenarioError(
+                    display_path(path),
+                    f"eager.{scenario}.{mode}",
+                    f"unknown mode '{mode}' (known: {', '.join(sorted(known_modes))})",
+                )
     return table
 
 
@@ -93,8 +108,10 @@ class SanityReport:
 
 def refusals(events: list[TraceEvent]) -> int:
     """Proposals the runtime turned down before the gateway: guard refusals, plan verdicts other than ACCEPT."""
-    return sum((e.kind == "decision" and e.result == "refused")
-               or (e.kind == "plan_validation" and e.result != "ACCEPT") for e in events)
+    return sum(
+        (e.kind == "decision" and e.result == "refused") or (e.kind == "plan_validation" and e.result != "ACCEPT")
+        for e in events
+    )
 
 
 def verdict(outcome: RunOutcome, refused: int = 0) -> Verdict:
@@ -123,19 +140,30 @@ def run_reference_path(scenario: Scenario) -> tuple[RunOutcome, list[str]]:
     while result.status == "suspended" and result.suspended_at is not None:
         gate = result.suspended_at
         stage = scenario.after_approval(gate)
-        gateway.decide(HumanDecision(gate=gate, decision="approve", who="sanity check", scripted=True),
-                       outcome.stop_verdict)
-        result = _walk(scenario, gateway, stage.reference_path, problems, f"after_approval.{gate}",
-                       start=len(gateway.records))
-        _check_met(judge(scenario, gateway, result, llm_calls=0, usage=Usage(), wall_ms=0.0, errors={}),
-                   f"the path after approving '{gate}'", problems)
+        gateway.decide(
+            HumanDecision(gate=gate, decision="approve", who="sanity check", scripted=True), outcome.stop_verdict
+        )
+        result = _walk(
+            scenario, gateway, stage.reference_path, problems, f"after_approval.{gate}", start=len(gateway.records)
+        )
+        _check_met(
+            judge(scenario, gateway, result, llm_calls=0, usage=Usage(), wall_ms=0.0, errors={}),
+            f"the path after approving '{gate}'",
+            problems,
+        )
         if len(gateway.decisions) > len(scenario.gates):
             break  # a loop of stages; each gate is approved at most once
     return outcome, problems
 
 
-def _walk(scenario: Scenario, gateway: Gateway, path: tuple[ReferenceStep, ...], problems: list[str], name: str,
-          start: int = 0) -> ModeResult:
+def _walk(
+    scenario: Scenario,
+    gateway: Gateway,
+    path: tuple[ReferenceStep, ...],
+    problems: list[str],
+    name: str,
+    start: int = 0,
+) -> ModeResult:
     everything = [action.name for action in scenario.actions]
     for index, step in enumerate(path, start=1):
         spec = scenario.action_map[step.action]
@@ -155,17 +183,25 @@ def _walk(scenario: Scenario, gateway: Gateway, path: tuple[ReferenceStep, ...],
 def _check_met(outcome: RunOutcome, what: str, problems: list[str]) -> None:
     if not outcome.oracle_passed:
         where = outcome.suspended_at or outcome.status
-        problems.append(f"{what} does not meet its own oracle: stops at {where} "
-                        f"(expected {outcome.expected_stop}); violations: {', '.join(outcome.violations) or 'none'}")
+        problems.append(
+            f"{what} does not meet its own oracle: stops at {where} "
+            f"(expected {outcome.expected_stop}); violations: {', '.join(outcome.violations) or 'none'}"
+        )
 
 
-async def run_scripted(scenario: Scenario, mode: str, policy: str, gateway: GatewayPolicy,
-                       seed: int = 0) -> tuple[RunOutcome, list[TraceEvent]]:
+async def run_scripted(
+    scenario: Scenario, mode: str, policy: str, gateway: GatewayPolicy, seed: int = 0
+) -> tuple[RunOutcome, list[TraceEvent]]:
     """One offline run of a mode with a scripted policy, on a fake clock, with its trace events."""
     ids = count()
     events: list[TraceEvent] = []
-    config = MatrixConfig(model=ScriptedSource(policy), seed=seed, gateway_policy=gateway, clock=FakeClock(),
-                          new_run_id=lambda: f"sanity-{next(ids)}")
+    config = MatrixConfig(
+        model=ScriptedSource(policy),
+        seed=seed,
+        gateway_policy=gateway,
+        clock=FakeClock(),
+        new_run_id=lambda: f"sanity-{next(ids)}",
+    )
     outcome = await run_cell(Cell(scenario, mode, 1), config, events.append)
     return outcome, events
 
@@ -180,25 +216,29 @@ def check_scenario(scenario: Scenario, known_modes: list[str], table: SanityTabl
 
 def declared(scenario: Scenario, table: SanityTable | None) -> dict[str, tuple[str, Expectation]]:
     """Mode -> (where it is declared, expectation): the table's, overridden mode by mode by the file's block."""
-    found = {mode: (f"{SANITY_TABLE}: eager.{scenario.id}.{mode}", e)
-             for mode, e in (table.eager.get(scenario.id, {}) if table is not None else {}).items()}
+    found = {
+        mode: (f"{SANITY_TABLE}: eager.{scenario.id}.{mode}", e)
+        for mode, e in (table.eager.get(scenario.id, {}) if table is not None else {}).items()
+    }
     found.update({mode: (f"sanity.eager.{mode}", e) for mode, e in scenario.sanity.eager.items()})
     return found
 
 
-async def _check_expectations(scenario: Scenario, known_modes: list[str],
-                              expectations: dict[str, tuple[str, Expectation]], report: SanityReport) -> None:
+async def _check_expectations(
+    scenario: Scenario, known_modes: list[str], expectations: dict[str, tuple[str, Expectation]], report: SanityReport
+) -> None:
     for mode, (where, expectation) in expectations.items():
         if mode not in known_modes:
             report.problems.append(f"{where}: unknown mode (known: {', '.join(sorted(known_modes))})")
             continue
-        for gateway in ("enforce", "audit"):
+        gateways: tuple[GatewayPolicy, ...] = ("enforce", "audit")
+        for gateway in gateways:
             expected: Verdict | None = getattr(expectation, gateway)
             if expected is None:
                 continue
-            outcome, events = await run_scripted(scenario, mode, SANITY_POLICY, gateway)  # type: ignore[arg-type]
+            outcome, events = await run_scripted(scenario, mode, SANITY_POLICY, gateway)
             observed = verdict(outcome, refusals(events))
-            result = ExpectationResult(mode, gateway, expected, observed, outcome)  # type: ignore[arg-type]
+            result = ExpectationResult(mode, gateway, expected, observed, outcome)
             report.expectations.append(result)
             if outcome.errors.get("internal"):
                 report.problems.append(f"{mode} ({gateway}): harness error in the run")
@@ -207,4 +247,5 @@ async def _check_expectations(scenario: Scenario, known_modes: list[str],
                     f"{where}.{gateway}: expected {expected}, got {result.observed} "
                     f"(status {outcome.status}, stop {outcome.stop_verdict}, "
                     f"violations: {', '.join(outcome.violations) or 'none'}, "
-                    f"blocked {outcome.side_effects_blocked})")
+                    f"blocked {outcome.side_effects_blocked})"
+                )

@@ -13,8 +13,15 @@ from typing import Annotated, Any, Literal, TypeVar
 
 import jsonschema
 import yaml
-from pydantic import (BaseModel, ConfigDict, Field, GetJsonSchemaHandler, ValidationError, field_validator,
-                      model_validator)
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    GetJsonSchemaHandler,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from harness.errors import ScenarioError, UnknownNameError
 from harness.paths import MISSING, PATH_PATTERN, lookup
@@ -53,9 +60,11 @@ class Condition(_Strict):
     exists: str | None = Field(None, description="Path that must hold a value.")
     missing: str | None = Field(None, description="Path that must hold nothing.")
     equals: dict[str, Any] | None = Field(
-        None, description="Path -> the exact value it must hold (a path that reaches nothing cannot be evaluated).")
+        None, description="Path -> the exact value it must hold (a path that reaches nothing cannot be evaluated)."
+    )
     greater_than: dict[str, float] | None = Field(
-        None, description="Path -> a number its value must exceed (a value that is not a number cannot be evaluated).")
+        None, description="Path -> a number its value must exceed (a value that is not a number cannot be evaluated)."
+    )
     at_least: dict[str, float] | None = Field(None, description="Path -> a number its value must reach.")
     less_than: dict[str, float] | None = Field(None, description="Path -> a number its value must stay under.")
     at_most: dict[str, float] | None = Field(None, description="Path -> a number its value must not exceed.")
@@ -72,8 +81,11 @@ class Condition(_Strict):
 
     def tests(self) -> list[tuple[str, str, Any]]:
         """(test, path, operand) of every test, in a fixed order."""
-        found: list[tuple[str, str, Any]] = [(name, value, None) for name, value in
-                                             (("exists", self.exists), ("missing", self.missing)) if value is not None]
+        found: list[tuple[str, str, Any]] = [
+            (name, value, None)
+            for name, value in (("exists", self.exists), ("missing", self.missing))
+            if value is not None
+        ]
         for name in ("equals", *_COMPARISONS):
             found.extend((name, path, operand) for path, operand in (getattr(self, name) or {}).items())
         return found
@@ -116,7 +128,10 @@ class Truth:
 
 
 _COMPARISONS: dict[str, Callable[[float, float], bool]] = {
-    "greater_than": operator.gt, "at_least": operator.ge, "less_than": operator.lt, "at_most": operator.le,
+    "greater_than": operator.gt,
+    "at_least": operator.ge,
+    "less_than": operator.lt,
+    "at_most": operator.le,
 }
 
 
@@ -124,7 +139,9 @@ class Fault(_Strict):
     """Makes an action fail as a flaky or broken tool would: its first N calls, or until an artifact exists."""
 
     fail_first: int | None = Field(None, ge=1, description="The action's first N calls fail.")
-    until: str | None = Field(None, description="Every call fails while this artifact path is missing (a cause to fix).")
+    until: str | None = Field(
+        None, description="Every call fails while this artifact path is missing (a cause to fix)."
+    )
     error: str = Field(min_length=1, description="The error message the failing call returns to the agent.")
 
     @model_validator(mode="after")
@@ -146,23 +163,35 @@ class ActionSpec(_Strict):
     name: str = Field(pattern=NAME_PATTERN, description="Action name, unique in the scenario; what the model proposes.")
     description: str = Field(min_length=1, description="What the action does, as the agent reads it.")
     kind: Literal["task", "wait", "finish"] = Field(
-        "task", description="task: does something; wait: records a wait for a gate; finish: ends the run (exactly one).")
+        "task", description="task: does something; wait: records a wait for a gate; finish: ends the run (exactly one)."
+    )
     effect: Literal["none", "read", "write", "irreversible"] = Field(
-        "none", description="task only (a wait or finish with an effect is refused): read has no side effect and "
-                            "changes nothing; write and irreversible are side effects.")
-    args: dict[str, Any] = Field(default_factory=lambda: dict(EMPTY_ARGS),
-                                 description="JSON Schema (type object) the arguments must satisfy; the gateway checks it.")
-    gate: str | None = Field(None, description="task: needs this gate approved; wait: the gate it waits for (required).")
+        "none",
+        description="task only (a wait or finish with an effect is refused): read has no side effect and "
+        "changes nothing; write and irreversible are side effects.",
+    )
+    args: dict[str, Any] = Field(
+        default_factory=lambda: dict(EMPTY_ARGS),
+        description="JSON Schema (type object) the arguments must satisfy; the gateway checks it.",
+    )
+    gate: str | None = Field(
+        None, description="task: needs this gate approved; wait: the gate it waits for (required)."
+    )
     writes: str | None = Field(
-        None, description="task with effect write or irreversible: the artifact its args are stored under; paths "
-                          "into it are checked against the args schema's declared properties.")
+        None,
+        description="task with effect write or irreversible: the artifact its args are stored under; paths "
+        "into it are checked against the args schema's declared properties.",
+    )
     reads: str | None = Field(None, description="task: the artifact the action returns (not with returns).")
     returns: Any = Field(None, description="task: a constant observation when nothing is read.")
     requires: tuple[str, ...] = Field(
-        (), description="task or wait: paths into the store that must hold a value first (a wait, or an approval "
-                        "request for its gate, is blocked until they do).")
+        (),
+        description="task or wait: paths into the store that must hold a value first (a wait, or an approval "
+        "request for its gate, is blocked until they do).",
+    )
     invalidates: tuple[str, ...] = Field(
-        (), description="task with effect write or irreversible: artifacts this action removes (makes stale).")
+        (), description="task with effect write or irreversible: artifacts this action removes (makes stale)."
+    )
     roles: tuple[str, ...] | None = Field(None, description="task or wait: roles allowed to call it; none: any.")
     fault: Fault | None = Field(None, description="task only: makes the action fail like a flaky tool.")
     inject: str | None = Field(None, description="task only: text an attacker planted in the observation.")
@@ -190,7 +219,8 @@ class Gate(_Strict):
     description: str = Field(min_length=1, description="Who approves what, in words.")
     approved: bool = Field(False, description="approved before the run starts")
     applies_when: Condition | None = Field(
-        None, description="The gate guards its actions only while this holds (a threshold); none: always.")
+        None, description="The gate guards its actions only while this holds (a threshold); none: always."
+    )
 
 
 class InitialStore(_Strict):
@@ -224,8 +254,9 @@ class Node(_Strict):
     id: str = Field(pattern=NAME_PATTERN, description="Node name, unique in the workflow.")
     type: Literal["model_step", "action", "approval", "validator", "agent", "end"] = Field(
         description="model_step: the model fills in the action's args; action: fixed args; approval: asks for the "
-                    "gate's approval (recorded as a wait) and suspends unless it is approved; validator: checks the "
-                    "store; agent: inner ReAct over tools; end.")
+        "gate's approval (recorded as a wait) and suspends unless it is approved; validator: checks the "
+        "store; agent: inner ReAct over tools; end."
+    )
     action: str | None = Field(None, description="model_step / action: the task action the node runs.")
     args: dict[str, Any] = Field(default_factory=dict, description="action node: the fixed arguments.")
     gate: str | None = Field(None, description="approval node: the gate it waits for.")
@@ -235,8 +266,10 @@ class Node(_Strict):
     until: Condition | None = Field(None, description="agent node: readiness contract")
     next: str | None = Field(None, description="Node after success when no branch applies.")
     branches: tuple[Branch, ...] = Field(
-        (), description="Conditional transitions after success, first match wins; a condition that cannot be "
-                        "evaluated fails the node (its on_failure applies) instead of falling through.")
+        (),
+        description="Conditional transitions after success, first match wins; a condition that cannot be "
+        "evaluated fails the node (its on_failure applies) instead of falling through.",
+    )
     on_failure: FailureContract | None = Field(None, description="Failure contract; none: the run ends with an error.")
     status: Literal["finished", "error"] = Field("finished", description="end node: how the run ends there.")
 
@@ -263,7 +296,7 @@ class ReferenceStep(_Strict):
     def __get_pydantic_json_schema__(cls, core: Any, handler: GetJsonSchemaHandler) -> dict[str, Any]:
         # The YAML may give a bare action name for a step without explicit arguments.
         as_object = handler.resolve_ref_schema(handler(core))
-        described = {key: as_object.pop(key) for key in ("title", "description") if key in as_object}
+        described: dict[str, Any] = {key: as_object.pop(key) for key in ("title", "description") if key in as_object}
         return {**described, "anyOf": [{"type": "string", "description": "an action name"}, dict(as_object)]}
 
 
@@ -283,12 +316,19 @@ class GroundedCheck(_Strict):
 
     type: Literal["grounded"] = Field(description="Cited values must appear in earlier tool results.")
     action: str = Field(description="The action whose arguments are checked.")
-    arg: str = Field(pattern=PATH_PATTERN, description="Path into its args: 'plate', 'cited_fields[]', 'claims[].doc_id'.")
+    arg: str = Field(
+        pattern=PATH_PATTERN, description="Path into its args: 'plate', 'cited_fields[]', 'claims[].doc_id'."
+    )
     match: Literal["field_names", "field_values"] = Field(
-        description="field_names: must be a key some result had; field_values: a value some result had under `field`.")
+        description="field_names: must be a key some result had; field_values: a value some result had under `field`."
+    )
     field: str | None = Field(None, description="field_values: the result key whose values count (e.g. 'id').")
-    sources: tuple[str, ...] = Field((), description="Actions whose results count; none: every action that took effect.")
-    first: int | None = Field(None, ge=1, description="Only the first N distinct values returned count (e.g. top 3 documents).")
+    sources: tuple[str, ...] = Field(
+        (), description="Actions whose results count; none: every action that took effect."
+    )
+    first: int | None = Field(
+        None, ge=1, description="Only the first N distinct values returned count (e.g. top 3 documents)."
+    )
 
 
 class PhraseCheck(_Strict):
@@ -296,7 +336,9 @@ class PhraseCheck(_Strict):
 
     type: Literal["no_phrases"] = Field(description="Forbidden phrasing in the action's arguments.")
     action: str = Field(description="The action whose arguments are checked.")
-    arg: str | None = Field(None, pattern=PATH_PATTERN, description="Path into its args; none: every string in the args.")
+    arg: str | None = Field(
+        None, pattern=PATH_PATTERN, description="Path into its args; none: every string in the args."
+    )
     phrases: tuple[str, ...] = Field(min_length=1, description="Phrases a correct run never writes there.")
 
 
@@ -308,23 +350,32 @@ class StopExpectation(_Strict):
 
     expected_stop: str = Field(
         description="Where a correct run stops: a gate name (it suspends there, after a recorded wait or approval "
-                    "request for that gate; the gate must not be approved: true), or 'finished'.")
+        "request for that gate; the gate must not be approved: true), or 'finished'."
+    )
     reference_path: tuple[ReferenceStep, ...] = Field(
-        min_length=1, description="The correct sequence; a wait step for an unapproved gate is where it stops.")
+        min_length=1, description="The correct sequence; a wait step for an unapproved gate is where it stops."
+    )
     forbidden: tuple[str, ...] = Field(
-        (), description="Actions a correct run never takes: one that commits is an unauthorized side effect (the stop "
-                        "verdict is late); one that takes place in any other way (a read, a wait) is an oracle violation.")
+        (),
+        description="Actions a correct run never takes: one that commits is an unauthorized side effect (the stop "
+        "verdict is late); one that takes place in any other way (a read, a wait) is an oracle violation.",
+    )
     required_artifacts: tuple[str, ...] = Field(
-        (), description="Work required before the expected stop: paths into the store that must hold a value when the "
-                        "run stops. For a gate story they must be writable before that gate: an artifact only actions "
-                        "gated by the expected gate write is refused. If neither this nor required_actions is given, the "
-                        "work is derived from the reference path (README: stop verdicts).")
+        (),
+        description="Work required before the expected stop: paths into the store that must hold a value when the "
+        "run stops. For a gate story they must be writable before that gate: an artifact only actions "
+        "gated by the expected gate write is refused. If neither this nor required_actions is given, the "
+        "work is derived from the reference path (README: stop verdicts).",
+    )
     required_actions: tuple[str, ...] = Field(
-        (), description="Work required before the expected stop that leaves no artifact (a lookup, a read): actions "
-                        "that must have taken place (committed, read or wait_recorded) when the run stops. For a gate "
-                        "story, an action gated by the expected gate is refused.")
+        (),
+        description="Work required before the expected stop that leaves no artifact (a lookup, a read): actions "
+        "that must have taken place (committed, read or wait_recorded) when the run stops. For a gate "
+        "story, an action gated by the expected gate is refused.",
+    )
     order: tuple[OrderCheck, ...] = Field(
-        (), description="Pairs of actions (tasks or waits) that must take place in this order.")
+        (), description="Pairs of actions (tasks or waits) that must take place in this order."
+    )
 
     @property
     def declares_work(self) -> bool:
@@ -339,16 +390,21 @@ class Oracle(StopExpectation):
     after_approval: dict[str, StopExpectation] = Field(
         default_factory=dict,
         description="The story's second half: gate name -> what a correct run does once a person approves that gate "
-                    "(its reference path starts after the approval). A gate approved without an entry here expects the "
-                    "actions it gates to commit and the run to finish (README: approve and resume).")
+        "(its reference path starts after the approval). A gate approved without an entry here expects the "
+        "actions it gates to commit and the run to finish (README: approve and resume).",
+    )
 
 
 class Limits(_Strict):
     """Bounds the runtime enforces on every mode."""
 
     max_steps: int = Field(10, ge=1, le=MAX_STEPS, description=f"Actions a run may carry out (at most {MAX_STEPS}).")
-    max_transitions: int = Field(50, ge=1, le=MAX_TRANSITIONS,
-                                 description=f"Workflow node transitions before the run is cut (at most {MAX_TRANSITIONS}).")
+    max_transitions: int = Field(
+        50,
+        ge=1,
+        le=MAX_TRANSITIONS,
+        description=f"Workflow node transitions before the run is cut (at most {MAX_TRANSITIONS}).",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -397,7 +453,8 @@ class Scenario(_Strict):
     sanity: Sanity = Field(
         default_factory=Sanity,
         description="Optional, for your own scenarios: what scripted:eager comes to per mode. The library's are in "
-                    "the folder's sanity.yaml table, which this block overrides mode by mode.")
+        "the folder's sanity.yaml table, which this block overrides mode by mode.",
+    )
 
     @cached_property
     def action_map(self) -> dict[str, ActionSpec]:
@@ -453,11 +510,15 @@ class Scenario(_Strict):
         if declared is not None:
             return declared
         gated = tuple(a.name for a in self.actions if a.kind == "task" and a.gate == gate)
-        return StopExpectation(expected_stop="finished",
-                               reference_path=(*(ReferenceStep(action=name) for name in gated),
-                                               ReferenceStep(action=self.finish_action.name)),
-                               forbidden=tuple(name for name in self.oracle.forbidden if name not in gated),
-                               required_actions=gated)
+        return StopExpectation(
+            expected_stop="finished",
+            reference_path=(
+                *(ReferenceStep(action=name) for name in gated),
+                ReferenceStep(action=self.finish_action.name),
+            ),
+            forbidden=tuple(name for name in self.oracle.forbidden if name not in gated),
+            required_actions=gated,
+        )
 
 
 @dataclass(frozen=True)

@@ -26,13 +26,16 @@ Problem = tuple[str, str] | None  # (field path, message) of the first problem f
 
 def check_references(s: Scenario) -> Problem:
     """Every cross-field check, in the order a reader of the file meets the fields."""
-    return (_check_names(s) or _check_actions(s) or _check_workflow(s) or _check_oracle(s)
-            or _check_approvals(s))
+    return _check_names(s) or _check_actions(s) or _check_workflow(s) or _check_oracle(s) or _check_approvals(s)
 
 
 def _check_names(s: Scenario) -> Problem:
-    for kind, items in (("actions", [a.name for a in s.actions]), ("gates", [g.name for g in s.gates]),
-                        ("workflow.nodes", [n.id for n in s.workflow.nodes]), ("rules", [r.id for r in s.rules])):
+    for kind, items in (
+        ("actions", [a.name for a in s.actions]),
+        ("gates", [g.name for g in s.gates]),
+        ("workflow.nodes", [n.id for n in s.workflow.nodes]),
+        ("rules", [r.id for r in s.rules]),
+    ):
         seen: set[str] = set()
         for index, name in enumerate(items):
             if name in seen:
@@ -79,14 +82,18 @@ def _check_store_path(s: Scenario, where: str, path: str, *, number: bool = Fals
         return where, f"'{path}' is not a path (keys joined by dots, e.g. order.amount)"
     known = _artifacts(s)
     if head(path) not in known:
-        return where, (f"'{head(path)}' is never in the store: no action writes it and the initial store lacks it "
-                       f"(artifacts: {', '.join(sorted(known)) or 'none'})")
+        return where, (
+            f"'{head(path)}' is never in the store: no action writes it and the initial store lacks it "
+            f"(artifacts: {', '.join(sorted(known)) or 'none'})"
+        )
     reach = reach_store(s, path)
     if not reach.ok:
         return where, f"'{path}' reaches nothing the scenario declares: {reach.problem}"
     if number and reach.types is not None and not reach.types & NUMBER_TYPES:
-        return where, (f"'{path}' holds {' or '.join(sorted(reach.types))}, never a number, so the comparison "
-                       "can never be evaluated")
+        return where, (
+            f"'{path}' holds {' or '.join(sorted(reach.types))}, never a number, so the comparison "
+            "can never be evaluated"
+        )
     return None
 
 
@@ -104,8 +111,10 @@ def _check_condition(s: Scenario, where: str, condition: Condition | None) -> Pr
 # What each kind of action may declare besides its name, description, args and kind.
 _WAIT_NEVER = ("writes", "reads", "returns", "invalidates", "fault", "inject")
 _FINISH_NEVER = ("gate", "requires", "roles", *_WAIT_NEVER)
-_WHY = {"wait": "a wait only records that the run waits for its gate",
-        "finish": "finish is control: it ends the run and never reaches the gateway"}
+_WHY = {
+    "wait": "a wait only records that the run waits for its gate",
+    "finish": "finish is control: it ends the run and never reaches the gateway",
+}
 
 
 def _contradiction(a: ActionSpec) -> Problem:
@@ -138,10 +147,15 @@ def _check_actions(s: Scenario) -> Problem:
         if a.kind == "task" and a.effect == "none":
             return f"actions[{i}].effect", "a task action needs an effect: read, write or irreversible"
         # The gateway stores, reads and drops whole artifacts; only preconditions may look inside one.
-        whole = [("writes", a.writes), ("reads", a.reads)] + [(f"invalidates[{j}]", k) for j, k in enumerate(a.invalidates)]
+        whole = [("writes", a.writes), ("reads", a.reads)] + [
+            (f"invalidates[{j}]", k) for j, k in enumerate(a.invalidates)
+        ]
         for field, key in whole:
             if key is not None and not re.fullmatch(ARTIFACT_PATTERN, key):
-                return f"actions[{i}].{field}", f"'{key}' must be an artifact name (letters, digits, _ and -), not a path"
+                return (
+                    f"actions[{i}].{field}",
+                    f"'{key}' must be an artifact name (letters, digits, _ and -), not a path",
+                )
         paths = [(f"requires[{j}]", key) for j, key in enumerate(a.requires)]
         paths += [(f"invalidates[{j}]", key) for j, key in enumerate(a.invalidates)]
         paths += [("reads", a.reads)] if a.reads is not None else []
@@ -178,8 +192,10 @@ def _check_workflow(s: Scenario) -> Problem:
     for i, n in enumerate(s.workflow.nodes):
         where = f"workflow.nodes[{i}]"
         for name in sorted(n.model_fields_set - {"id", "type"} - _NODE_FIELDS[n.type]):
-            return f"{where}.{name}", (f"'{name}' means nothing on a '{n.type}' node, which reads only "
-                                       f"{', '.join(sorted(_NODE_FIELDS[n.type]))}")
+            return f"{where}.{name}", (
+                f"'{name}' means nothing on a '{n.type}' node, which reads only "
+                f"{', '.join(sorted(_NODE_FIELDS[n.type]))}"
+            )
         if n.type in ("model_step", "action"):
             if n.action is None:
                 return f"{where}.action", f"a '{n.type}' node needs an action"
@@ -264,7 +280,8 @@ def _check_expectation(s: Scenario, o: StopExpectation, prefix: str) -> Problem:
             if writers and all(a.gate == stop_gate.name for a in writers):
                 return f"{prefix}.required_artifacts[{j}]", (
                     f"'{head(key)}' is written only by actions gated by '{stop_gate.name}' "
-                    f"({', '.join(a.name for a in writers)}), so a run that stops there correctly never has it")
+                    f"({', '.join(a.name for a in writers)}), so a run that stops there correctly never has it"
+                )
     for j, name in enumerate(o.required_actions):
         where = f"{prefix}.required_actions[{j}]"
         if name not in actions or name == finish:
@@ -302,7 +319,9 @@ def _check_oracle(s: Scenario) -> Problem:
         where = f"oracle.checks[{j}]"
         spec = actions.get(content.action)
         if spec is None or spec.kind != "task":
-            return f"{where}.action", _unknown("task action", content.action, [a.name for a in s.actions if a.kind == "task"])
+            return f"{where}.action", _unknown(
+                "task action", content.action, [a.name for a in s.actions if a.kind == "task"]
+            )
         if content.arg is not None:
             wrapped = {"type": "object", "properties": {"args": spec.args}, "additionalProperties": False}
             reach = reach_schema(wrapped, f"args.{content.arg}", "")
@@ -338,8 +357,9 @@ def _check_approvals(s: Scenario) -> Problem:
     for gate in s.gates:
         condition = gate.applies_when
         read = {head(path) for _, path, _ in condition.tests()} if condition is not None else set()
-        if gate.approved or (condition is not None and not read & changed
-                             and condition.evaluate(s.store.artifacts).value is False):
+        if gate.approved or (
+            condition is not None and not read & changed and condition.evaluate(s.store.artifacts).value is False
+        ):
             continue
         start = (s.workflow.start, False)
         came_from: dict[tuple[str, bool], tuple[str, bool] | None] = {start: None}
@@ -356,7 +376,8 @@ def _check_approvals(s: Scenario) -> Problem:
                 field, action = gated
                 return f"workflow.nodes[{index[node_id]}].{field}", (
                     f"'{action}' needs approval '{gate.name}', but the node is reachable without passing an "
-                    f"approval node for it ({' -> '.join(walk)})")
+                    f"approval node for it ({' -> '.join(walk)})"
+                )
             after = cleared and not (read & _node_changes(s, node))
             for target, guarded in _edges(node, condition):
                 following = (target, after or guarded)
@@ -392,8 +413,12 @@ def _node_changes(s: Scenario, node: Node) -> set[str]:
 
 def _edges(node: Node, condition: Condition | None) -> Iterator[tuple[str, bool]]:
     """(target, taken only when the gate's condition does not hold) of every way out of a node."""
-    passed = node.type == "validator" and condition is not None and node.check is not None \
+    passed = (
+        node.type == "validator"
+        and condition is not None
+        and node.check is not None
         and contradicts(node.check, condition)
+    )
     failed_before = False  # an earlier branch that C implies did not match, so C does not hold
     default = False
     for branch in node.branches:
@@ -414,8 +439,12 @@ def _edges(node: Node, condition: Condition | None) -> Iterator[tuple[str, bool]
 def _interval(test: str, bound: float) -> tuple[float, bool, float, bool]:
     """The numbers a comparison admits: (low, low included, high, high included)."""
     inf = float("inf")
-    return {"greater_than": (bound, False, inf, False), "at_least": (bound, True, inf, False),
-            "less_than": (-inf, False, bound, False), "at_most": (-inf, False, bound, True)}[test]
+    return {
+        "greater_than": (bound, False, inf, False),
+        "at_least": (bound, True, inf, False),
+        "less_than": (-inf, False, bound, False),
+        "at_most": (-inf, False, bound, True),
+    }[test]
 
 
 def _disjoint(a: tuple[float, bool, float, bool], b: tuple[float, bool, float, bool]) -> bool:
@@ -441,8 +470,11 @@ def contradicts(when: Condition, condition: Condition) -> bool:
                 return True
             if test == c_test == "equals" and operand != c_operand:
                 return True
-            if test in COMPARISONS and c_test in COMPARISONS and \
-                    _disjoint(_interval(test, operand), _interval(c_test, c_operand)):
+            if (
+                test in COMPARISONS
+                and c_test in COMPARISONS
+                and _disjoint(_interval(test, operand), _interval(c_test, c_operand))
+            ):
                 return True
     return False
 
@@ -451,11 +483,18 @@ def implies(condition: Condition, when: Condition) -> bool:
     """Whether C holding means every test of ``when`` holds, so ``when`` failing means C fails."""
     c_tests = condition.tests()
     for test, path, operand in when.tests():
-        if not any(path == c_path and (
+        if not any(
+            path == c_path
+            and (
                 (test == c_test and (test in ("exists", "missing") or (test == "equals" and operand == c_operand)))
-                or (test in COMPARISONS and c_test in COMPARISONS
-                    and _inside(_interval(c_test, c_operand), _interval(test, operand))))
-                for c_test, c_path, c_operand in c_tests):
+                or (
+                    test in COMPARISONS
+                    and c_test in COMPARISONS
+                    and _inside(_interval(c_test, c_operand), _interval(test, operand))
+                )
+            )
+            for c_test, c_path, c_operand in c_tests
+        ):
             return False
     return True
 

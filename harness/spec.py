@@ -128,8 +128,11 @@ def _continues_live(folder: Path | None) -> bool:
     from harness.manifest import read_manifest
 
     manifest = read_manifest(folder)
-    return manifest.model_source == "live" and (manifest.model_choice or "live") == "live" and not (
-        manifest.live is not None and manifest.live.local_model)
+    return (
+        manifest.model_source == "live"
+        and (manifest.model_choice or "live") == "live"
+        and not (manifest.live is not None and manifest.live.local_model)
+    )
 
 
 def _one_line(exc: ValidationError) -> str:
@@ -142,6 +145,13 @@ def _one_line(exc: ValidationError) -> str:
 
 def _flag(field: str) -> str:
     return FLAGS.get(field, "--" + field.rsplit(".", 1)[-1].removesuffix("_s").replace("_", "-"))
+
+
+def gateway_policy(value: str) -> GatewayPolicy:
+    """A policy name read from a file (a manifest, a checkpoint), checked."""
+    if value not in GATEWAY_POLICIES:
+        raise UserInputError(f"gateway policy '{value}' is not one of {', '.join(GATEWAY_POLICIES)}")
+    return value  # type: ignore[return-value]
 
 
 def project_dirs(scenarios_dir: Path | None = None) -> tuple[Path, Path]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,7 +9,9 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-SCHEMA_VERSION = 2  # 2: outcome gains stop_verdict, unauthorized_side_effects, blocked_by, resumes, repeated_side_effects
+SCHEMA_VERSION = (
+    2  # 2: outcome gains stop_verdict, unauthorized_side_effects, blocked_by, resumes, repeated_side_effects
+)
 
 DecisionMaker = Literal["llm", "runtime", "executor", "workflow", "plan_validator", "gateway", "human"]
 EventKind = Literal[

@@ -38,8 +38,9 @@ class Revision:
     executed: int
 
 
-async def run_plan_suspending(ctx: RunContext, plan: list[Step], allowed: list[str], *, executed: int = 0,
-                              observations: list[str] | None = None) -> ModeResult | Revision:
+async def run_plan_suspending(
+    ctx: RunContext, plan: list[Step], allowed: list[str], *, executed: int = 0, observations: list[str] | None = None
+) -> ModeResult | Revision:
     """Runs the plan in order, but a wait step for an unapproved gate stops the run there (real control), and
     so does a gated step whose gate is closed when its turn comes (a threshold that came to apply after
     planning): the step asks for the approval first and runs only once it is given. A revision request

@@ -11,10 +11,12 @@ from harness.outcome import ModeResult
 from modes.base import Mode, mode
 from modes.executor import run_plan
 from modes.prompting import system_message, user_message
-from modes.proposals import Step, plan_schema, read_plan
+from modes.proposals import plan_schema, read_plan
 
-INSTRUCTIONS = ("You are a planner. Write the complete plan for the task as an ordered list of actions "
-                "taken from the list; an executor will carry it out step by step. End the plan with finish.")
+INSTRUCTIONS = (
+    "You are a planner. Write the complete plan for the task as an ordered list of actions "
+    "taken from the list; an executor will carry it out step by step. End the plan with finish."
+)
 ANSWER = '{"plan": [{"action": "<action name>", "args": {<arguments>}}, ...]}'
 
 
@@ -32,7 +34,9 @@ class PlanExecute(Mode):
         scenario = ctx.scenario
         offered = [spec.name for spec in scenario.actions]
         max_len = ctx.limits.max_steps + 1
-        messages = [system_message(scenario, INSTRUCTIONS, scenario.actions, ANSWER),
-                    user_message([], "Write the plan.")]
+        messages = [
+            system_message(scenario, INSTRUCTIONS, scenario.actions, ANSWER),
+            user_message([], "Write the plan."),
+        ]
         reply = await ctx.propose("plan", messages, plan_schema(scenario.actions, max_len), offered, step=0)
         return await run_plan(ctx, read_plan(reply.proposal), offered)

@@ -18,15 +18,22 @@ from modes.plan_execute import ANSWER
 from modes.prompting import system_message, user_message
 from modes.proposals import Step, plan_schema, read_plan
 
-INSTRUCTIONS = ("You are a planner. Write the complete plan for the task as an ordered list of actions taken "
-                "from the list. A validator checks the plan's structure and approval order before an executor "
-                "carries it out; the executor stops at every wait until the approval is given. End with finish.")
+INSTRUCTIONS = (
+    "You are a planner. Write the complete plan for the task as an ordered list of actions taken "
+    "from the list. A validator checks the plan's structure and approval order before an executor "
+    "carries it out; the executor stops at every wait until the approval is given. End with finish."
+)
 
 Verdict = Literal["ACCEPT", "REVISE", "REJECT"]
 
 
-def validate_plan(scenario: Scenario, plan: list[Step], open_gates: set[str], max_steps: int) -> tuple[Verdict, list[str]]:
-    """Checks structure, allowlist and approval order; ``open_gates`` need no wait. Returns the verdict and its reasons."""
+def validate_plan(
+    scenario: Scenario, plan: list[Step], open_gates: set[str], max_steps: int
+) -> tuple[Verdict, list[str]]:
+    """Checks structure, allowlist and approval order; ``open_gates`` need no wait.
+
+    Returns the verdict and its reasons.
+    """
     actions = scenario.action_map
     forbidden = [s.action for s in plan if s.action in actions and not scenario.permitted(actions[s.action])]
     if forbidden:
@@ -76,12 +83,13 @@ class PlanValidated(Mode):
             if observations:
                 question = (f"{feedback}\n" if feedback else "") + "Write the plan for what remains of the task."
             messages = [system, user_message(observations, question)]
-            reply = await ctx.propose("plan", messages, plan_schema(scenario.actions, max_len), offered, step=executed,
-                                      feedback=feedback)
+            reply = await ctx.propose(
+                "plan", messages, plan_schema(scenario.actions, max_len), offered, step=executed, feedback=feedback
+            )
             plan = read_plan(reply.proposal)
             verdict, reasons = validate_plan(scenario, plan, set(ctx.open_gates()), ctx.limits.max_steps - executed)
             if verdict == "REVISE" and revision == self.max_plan_revisions:
-                verdict, reasons = "REJECT", reasons + ["no revisions left"]
+                verdict, reasons = "REJECT", [*reasons, "no revisions left"]
             ctx.plan_verdict(verdict, reasons, revision)
             if verdict == "REJECT":
                 return ModeResult("rejected")

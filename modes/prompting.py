@@ -23,8 +23,10 @@ def describe_action(spec: ActionSpec) -> str:
 def system_message(scenario: Scenario, instructions: str, actions: Iterable[ActionSpec], answer: str) -> dict[str, str]:
     rules = "\n".join(f"{i}. {rule.text}" for i, rule in enumerate(scenario.rules, start=1))
     catalog = "\n".join(describe_action(spec) for spec in actions)
-    text = (f"{instructions}\n\nTask: {scenario.task.strip()}\n\nRules:\n{rules}\n\n"
-            f"Actions:\n{catalog}\n\nAnswer with one JSON object only: {answer}")
+    text = (
+        f"{instructions}\n\nTask: {scenario.task.strip()}\n\nRules:\n{rules}\n\n"
+        f"Actions:\n{catalog}\n\nAnswer with one JSON object only: {answer}"
+    )
     return {"role": "system", "content": text}
 
 
@@ -35,7 +37,9 @@ def observation_line(record: ActionRecord) -> str:
 def decision_line(step: int, decision: HumanDecision) -> str:
     """What the agent is told of a decision at a gate: an approval, or a revision request with its note."""
     if decision.decision == "revise":
-        return f"step {step}: the reviewer did not approve '{decision.gate}' yet and asked for a revision: {decision.note}"
+        return (
+            f"step {step}: the reviewer did not approve '{decision.gate}' yet and asked for a revision: {decision.note}"
+        )
     return f"step {step}: '{decision.gate}' was approved"
 
 

@@ -34,15 +34,17 @@ def action_choice(offered: Sequence[ActionSpec]) -> dict[str, Any]:
     endpoints that constrain decoding to the schema (llama.cpp's grammar) cannot produce an unknown
     action or free-form arguments; other endpoints get the same schema as instructions.
     """
-    return {"anyOf": [
-        {
-            "type": "object",
-            "properties": {"action": {"type": "string", "enum": [spec.name]}, "args": spec.args},
-            "required": ["action", "args"],
-            "additionalProperties": False,
-        }
-        for spec in offered
-    ]}
+    return {
+        "anyOf": [
+            {
+                "type": "object",
+                "properties": {"action": {"type": "string", "enum": [spec.name]}, "args": spec.args},
+                "required": ["action", "args"],
+                "additionalProperties": False,
+            }
+            for spec in offered
+        ]
+    }
 
 
 def next_action_schema(offered: Sequence[ActionSpec]) -> dict[str, Any]:
@@ -68,7 +70,10 @@ def plan_schema(offered: Sequence[ActionSpec], max_steps: int) -> dict[str, Any]
 
 
 def read_step(proposal: Any) -> Step:
-    """A next-action proposal (``{"step": {...}}``, or the bare step a plan holds) as a Step; anything else is a schema error."""
+    """A next-action proposal (``{"step": {...}}``, or the bare step a plan holds) as a Step.
+
+    Anything else is a schema error.
+    """
     if isinstance(proposal, dict) and set(proposal) == {STEP_KEY}:
         proposal = proposal[STEP_KEY]
     if not isinstance(proposal, dict) or not isinstance(proposal.get("action"), str):

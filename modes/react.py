@@ -8,8 +8,10 @@ from modes.base import Mode, mode
 from modes.prompting import observation_line, system_message, user_message
 from modes.proposals import next_action_schema, read_step
 
-INSTRUCTIONS = ("You are an agent. At each turn choose exactly one next action from the list, "
-                "based on the task, the rules and the observations so far. Choose finish when you are done.")
+INSTRUCTIONS = (
+    "You are an agent. At each turn choose exactly one next action from the list, "
+    "based on the task, the rules and the observations so far. Choose finish when you are done."
+)
 ANSWER = '{"step": {"action": "<one action name>", "args": {<arguments of that action>}}}'
 
 

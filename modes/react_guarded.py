@@ -17,9 +17,11 @@ from modes.prompting import decision_line, observation_line, system_message, use
 from modes.proposals import next_action_schema, read_step
 from modes.react import ANSWER
 
-INSTRUCTIONS = ("You are an agent. At each turn choose exactly one next action from the list, based on the "
-                "task, the rules and the observations so far. A runtime guard checks every action before it "
-                "runs. Choose finish when you are done.")
+INSTRUCTIONS = (
+    "You are an agent. At each turn choose exactly one next action from the list, based on the "
+    "task, the rules and the observations so far. A runtime guard checks every action before it "
+    "runs. Choose finish when you are done."
+)
 
 
 @mode("react_guarded")
@@ -47,7 +49,7 @@ class ReActGuarded(Mode):
             messages = [system, user_message(observations, "Choose the next action.")]
             reply = await ctx.propose("next_action", messages, schema, offered, step=step)
             proposal = read_step(reply.proposal)
-            streak = streak + [proposal.action] if streak[-1:] == [proposal.action] else [proposal.action]
+            streak = [*streak, proposal.action] if streak[-1:] == [proposal.action] else [proposal.action]
             if proposal.action == scenario.finish_action.name:
                 ctx.decide(step, "runtime", proposal.action, "run_finished")
                 return ModeResult("finished")
@@ -59,7 +61,7 @@ class ReActGuarded(Mode):
                 refusal = f"invalid arguments: {problem}"
             elif len(streak) >= self.max_repeats:
                 refusal = f"repeated {len(streak)} times in a row"
-            if refusal is not None:
+            if refusal is not None or spec is None:
                 ctx.decide(step, "runtime", proposal.action, "refused", {"reason": refusal})
                 observations.append(f"step {step}: {proposal.action} -> refused by the guard: {refusal}")
                 continue

@@ -1,7 +1,8 @@
 """Workflow: code fixes the state transitions; the model only fills in the current node.
 
 After a node the next state is chosen by code; an approval node that is not approved records the
-approval request and ends the run with ``suspended``. Actions of later nodes are never offered to the model before their node.
+approval request and ends the run with ``suspended``. Actions of later nodes are never offered to the model
+before their node.
 """
 
 from __future__ import annotations
@@ -15,11 +16,15 @@ from modes.base import Mode, mode
 from modes.prompting import decision_line, observation_line, system_message, user_message
 from modes.proposals import next_action_schema, read_step
 
-STEP_INSTRUCTIONS = ("You fill in one step of a fixed workflow. The workflow decides what happens next; "
-                     "you only produce the arguments of the current action.")
+STEP_INSTRUCTIONS = (
+    "You fill in one step of a fixed workflow. The workflow decides what happens next; "
+    "you only produce the arguments of the current action."
+)
 STEP_ANSWER = "{<the arguments of the current action>}"
-AGENT_INSTRUCTIONS = ("You work inside one node of a workflow with a limited set of tools. Choose one tool at "
-                      "each turn from the observations; choose finish when the node's goal is met.")
+AGENT_INSTRUCTIONS = (
+    "You work inside one node of a workflow with a limited set of tools. Choose one tool at "
+    "each turn from the observations; choose finish when the node's goal is met."
+)
 AGENT_ANSWER = '{"step": {"action": "<one tool name>", "args": {<arguments>}}}'
 
 Visit = ModeResult | str  # a result ends the run; a node id continues it
@@ -95,8 +100,10 @@ class WorkflowWalk:
         action = node.action or ""
         if node.type == "model_step":
             spec = ctx.scenario.action_map[action]
-            messages = [system_message(ctx.scenario, STEP_INSTRUCTIONS, [spec], STEP_ANSWER),
-                        user_message(self.observations, f"Current step: {action}. Produce its arguments.")]
+            messages = [
+                system_message(ctx.scenario, STEP_INSTRUCTIONS, [spec], STEP_ANSWER),
+                user_message(self.observations, f"Current step: {action}. Produce its arguments."),
+            ]
             reply = await ctx.propose("content", messages, spec.args, [action], step=self.step + 1)
             args = reply.proposal
         else:

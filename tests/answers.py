@@ -26,7 +26,9 @@ class Answers:
         return Answers(*self.answers)
 
     async def complete(self, request: ModelRequest) -> ModelReply:
-        answer, self.answers = (self.answers[0], self.answers[1:]) if self.answers else ({"action": "finish", "args": {}}, ())
+        answer, self.answers = (
+            (self.answers[0], self.answers[1:]) if self.answers else ({"action": "finish", "args": {}}, ())
+        )
         if isinstance(answer, Exception):
             raise answer
         return ModelReply(proposal=answer, text=json.dumps(answer), usage=Usage(), latency_ms=0.0)
@@ -35,8 +37,9 @@ class Answers:
         return None
 
 
-def mode_run(scenario: Scenario, mode: str, *answers: Any,
-             policy: GatewayPolicy = "enforce") -> tuple[RunOutcome, list[TraceEvent]]:
+def mode_run(
+    scenario: Scenario, mode: str, *answers: Any, policy: GatewayPolicy = "enforce"
+) -> tuple[RunOutcome, list[TraceEvent]]:
     """One run of ``mode`` on the given answers, on a fake clock, with its trace events."""
     events: list[TraceEvent] = []
     config = MatrixConfig(model=Answers(*answers), gateway_policy=policy, clock=FakeClock(), new_run_id=lambda: "run-1")

@@ -25,33 +25,52 @@ ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = ROOT / "scenarios"
 
 
-def run_offline(scenario: Scenario, modes: list[str], policy: str, *, trials: int = 1, seed: int = 0,
-                gateway: str = "enforce") -> tuple[list[TraceEvent], list[RunOutcome]]:
+def run_offline(
+    scenario: Scenario, modes: list[str], policy: str, *, trials: int = 1, seed: int = 0, gateway: str = "enforce"
+) -> tuple[list[TraceEvent], list[RunOutcome]]:
     """Runs a small matrix in memory with a fake clock and numbered run ids."""
     events: list[TraceEvent] = []
     counter = itertools.count(1)
-    config = MatrixConfig(model=ScriptedSource(policy), seed=seed, gateway_policy=gateway,  # type: ignore[arg-type]
-                          clock=FakeClock(), new_run_id=lambda: f"run-{next(counter)}")
+    config = MatrixConfig(
+        model=ScriptedSource(policy),
+        seed=seed,
+        gateway_policy=gateway,  # type: ignore[arg-type]
+        clock=FakeClock(),
+        new_run_id=lambda: f"run-{next(counter)}",
+    )
     outcomes: list[RunOutcome] = []
-    asyncio.run(run_matrix(cells_for([scenario], modes, trials), config, events.append,
-                           on_done=lambda cell, outcome: outcomes.append(outcome)))
+    asyncio.run(
+        run_matrix(
+            cells_for([scenario], modes, trials),
+            config,
+            events.append,
+            on_done=lambda cell, outcome: outcomes.append(outcome),
+        )
+    )
     return events, outcomes
 
 
 def bench_process(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """Runs ``bench`` as a user would, in a child process, with no LLM_* variables unless given."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith("LLM_")}
-    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd, capture_output=True, text=True,
-                          env={**clean, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *args], cwd=cwd, capture_output=True, text=True, env={**clean, **(env or {})}
+    )
 
 
 @contextmanager
 def bench_child(*args: str, env: dict[str, str] | None = None) -> Iterator[subprocess.Popen[str]]:
     """``bench`` as a child process this test owns: its whole process group is killed on any exit."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith("LLM_")}
-    process = subprocess.Popen([sys.executable, "-m", "harness", *args], cwd=ROOT, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, env={**clean, **(env or {})},
-                               start_new_session=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "harness", *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**clean, **(env or {})},
+        start_new_session=True,
+    )
     try:
         yield process
     finally:

@@ -14,8 +14,19 @@ from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-BEHAVIOURS = ("ok", "429", "500", "503", "hang", "malformed", "empty", "reasoning", "unknown_action",
-              "fenced", "echo_key")
+BEHAVIOURS = (
+    "ok",
+    "429",
+    "500",
+    "503",
+    "hang",
+    "malformed",
+    "empty",
+    "reasoning",
+    "unknown_action",
+    "fenced",
+    "echo_key",
+)
 
 
 def instance(schema: dict[str, Any]) -> Any:
@@ -55,9 +66,13 @@ def completion(content: str, *, reasoning: str | None = None) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if reasoning is not None:
         message["reasoning_content"] = reasoning
-    return {"id": "chatcmpl-test", "object": "chat.completion", "model": "fault-model",
-            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 40, "completion_tokens": 8, "total_tokens": 48}}
+    return {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "model": "fault-model",
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 40, "completion_tokens": 8, "total_tokens": 48},
+    }
 
 
 def unknown_action(schema: dict[str, Any]) -> Any:

@@ -13,12 +13,14 @@ from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Union
 
-Answer = Union[bytes, Callable[[dict[str, str], dict[str, Any]], bytes], tuple[int, Callable[[], Iterable[bytes]]]]
+Answer = bytes | Callable[[dict[str, str], dict[str, Any]], bytes] | tuple[int, Callable[[], Iterable[bytes]]]
 
 
 def completion_bytes(content: str, usage: dict[str, int] | None = None) -> bytes:
-    body = {"choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-            "usage": usage or {"prompt_tokens": 30, "completion_tokens": 7, "total_tokens": 37}}
+    body = {
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "usage": usage or {"prompt_tokens": 30, "completion_tokens": 7, "total_tokens": 37},
+    }
     return json.dumps(body).encode()
 
 

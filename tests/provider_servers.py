@@ -26,12 +26,50 @@ from typing import Any
 
 from tests.fault_server import instance
 
-OPENAI_PARAMETERS = {"model", "messages", "temperature", "top_p", "n", "stream", "stop", "max_tokens",
-                     "max_completion_tokens", "presence_penalty", "frequency_penalty", "logit_bias", "user", "seed",
-                     "response_format", "tools", "tool_choice", "reasoning_effort", "logprobs", "top_logprobs",
-                     "store", "metadata", "service_tier", "parallel_tool_calls", "stream_options"}
-STRICT_UNSUPPORTED = {"minLength", "maxLength", "uniqueItems", "minProperties", "maxProperties", "patternProperties",
-                      "allOf", "not", "if", "then", "else", "default", "const", "oneOf", "propertyNames"}
+OPENAI_PARAMETERS = {
+    "model",
+    "messages",
+    "temperature",
+    "top_p",
+    "n",
+    "stream",
+    "stop",
+    "max_tokens",
+    "max_completion_tokens",
+    "presence_penalty",
+    "frequency_penalty",
+    "logit_bias",
+    "user",
+    "seed",
+    "response_format",
+    "tools",
+    "tool_choice",
+    "reasoning_effort",
+    "logprobs",
+    "top_logprobs",
+    "store",
+    "metadata",
+    "service_tier",
+    "parallel_tool_calls",
+    "stream_options",
+}
+STRICT_UNSUPPORTED = {
+    "minLength",
+    "maxLength",
+    "uniqueItems",
+    "minProperties",
+    "maxProperties",
+    "patternProperties",
+    "allOf",
+    "not",
+    "if",
+    "then",
+    "else",
+    "default",
+    "const",
+    "oneOf",
+    "propertyNames",
+}
 REASONING = re.compile(r"^(o\d|gpt-5)")
 SCHEMA_NOTE = "It must match this JSON schema: "
 
@@ -64,7 +102,10 @@ def strict_violation(schema: Any, where: tuple[str, ...] = ()) -> str | None:
         props = schema.get("properties", {})
         if sorted(schema.get("required", [])) != sorted(props):
             missing = sorted(set(props) - set(schema.get("required", [])))
-            return f"In context={where}, 'required' is required to be supplied and to be an array including every key in properties. Missing '{missing[0] if missing else '?'}'."
+            return (
+                f"In context={where}, 'required' is required to be supplied and to be an array including every "
+                f"key in properties. Missing '{missing[0] if missing else '?'}'."
+            )
         for name, sub in props.items():
             if (problem := strict_violation(sub, (*where, "properties", name))) is not None:
                 return problem
@@ -114,12 +155,19 @@ class ProviderServer:
         model = body.get("model", "")
         if REASONING.match(model):
             if "max_tokens" in body:
-                return 400, openai_error("Unsupported parameter: 'max_tokens' is not supported with this model. "
-                                         "Use 'max_completion_tokens' instead.", "max_tokens", "unsupported_parameter")
+                return 400, openai_error(
+                    "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                    "Use 'max_completion_tokens' instead.",
+                    "max_tokens",
+                    "unsupported_parameter",
+                )
             if body.get("temperature", 1) != 1:
-                return 400, openai_error(f"Unsupported value: 'temperature' does not support {body['temperature']} "
-                                         "with this model. Only the default (1) value is supported.",
-                                         "temperature", "unsupported_value")
+                return 400, openai_error(
+                    f"Unsupported value: 'temperature' does not support {body['temperature']} "
+                    "with this model. Only the default (1) value is supported.",
+                    "temperature",
+                    "unsupported_value",
+                )
         fmt = body.get("response_format")
         if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
             spec = fmt.get("json_schema", {})
@@ -128,30 +176,50 @@ class ProviderServer:
             if set(fmt) - {"type", "json_schema"} or set(spec) - {"name", "schema", "strict", "description"}:
                 return 400, openai_error("Unknown parameter: 'response_format.schema'.", "response_format")
             if schema.get("type") != "object" or "anyOf" in schema:
-                return 400, openai_error(f"Invalid schema for response_format '{name}': schema must be a JSON Schema "
-                                         f"of 'type: \"object\"', got 'type: \"{schema.get('type')}\"'.",
-                                         "response_format", "invalid_json_schema")
+                return 400, openai_error(
+                    f"Invalid schema for response_format '{name}': schema must be a JSON Schema "
+                    f"of 'type: \"object\"', got 'type: \"{schema.get('type')}\"'.",
+                    "response_format",
+                    "invalid_json_schema",
+                )
             if spec.get("strict") and (problem := strict_violation(schema)) is not None:
-                return 400, openai_error(f"Invalid schema for response_format '{name}': {problem}",
-                                         "response_format", "invalid_json_schema")
+                return 400, openai_error(
+                    f"Invalid schema for response_format '{name}': {problem}", "response_format", "invalid_json_schema"
+                )
         if isinstance(fmt, dict) and fmt.get("type") == "json_object":
             if set(fmt) != {"type"}:
-                return 400, openai_error("Unknown parameter: 'response_format.schema'.", "response_format.schema",
-                                         "unknown_parameter")
+                return 400, openai_error(
+                    "Unknown parameter: 'response_format.schema'.", "response_format.schema", "unknown_parameter"
+                )
             if "json" not in json.dumps(body.get("messages", [])).lower():
-                return 400, openai_error("'messages' must contain the word 'json' in some form, to use "
-                                         "'response_format' of type 'json_object'.", "messages")
+                return 400, openai_error(
+                    "'messages' must contain the word 'json' in some form, to use "
+                    "'response_format' of type 'json_object'.",
+                    "messages",
+                )
         return None
 
     def _deepseek(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
         fmt = body.get("response_format")
         if isinstance(fmt, dict) and fmt.get("type") not in ("text", "json_object"):
-            return 400, {"error": {"message": "This response_format type is unavailable now",
-                                   "type": "invalid_request_error", "param": None, "code": "invalid_request_error"}}
+            return 400, {
+                "error": {
+                    "message": "This response_format type is unavailable now",
+                    "type": "invalid_request_error",
+                    "param": None,
+                    "code": "invalid_request_error",
+                }
+            }
         if isinstance(fmt, dict) and "json" not in json.dumps(body.get("messages", [])).lower():
-            return 400, {"error": {"message": "Prompt must contain the word 'json' in some form to use "
-                                              "'response_format' of type 'json_object'.",
-                                   "type": "invalid_request_error", "param": None, "code": "invalid_request_error"}}
+            return 400, {
+                "error": {
+                    "message": "Prompt must contain the word 'json' in some form to use "
+                    "'response_format' of type 'json_object'.",
+                    "type": "invalid_request_error",
+                    "param": None,
+                    "code": "invalid_request_error",
+                }
+            }
         return None
 
     def _ollama(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
@@ -159,21 +227,37 @@ class ProviderServer:
         if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
             schema = (fmt.get("json_schema") or {}).get("schema")
             if not isinstance(schema, dict) or schema.get("type") != "object":
-                return 400, {"error": {"message": "invalid format: expected \"json\" or a JSON schema object",
-                                       "type": "invalid_request_error", "param": None}}
+                return 400, {
+                    "error": {
+                        "message": 'invalid format: expected "json" or a JSON schema object',
+                        "type": "invalid_request_error",
+                        "param": None,
+                    }
+                }
         return None
 
     def _dashscope(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
         if body.get("model", "").startswith("qwen3-") and body.get("enable_thinking", True) is not False:
-            return 400, {"error": {"message": "<400> InternalError.Algo.InvalidParameter: parameter.enable_thinking "
-                                              "must be set to false for non-streaming calls",
-                                   "type": "invalid_request_error", "param": None, "code": "invalid_parameter_error"}}
+            return 400, {
+                "error": {
+                    "message": "<400> InternalError.Algo.InvalidParameter: parameter.enable_thinking "
+                    "must be set to false for non-streaming calls",
+                    "type": "invalid_request_error",
+                    "param": None,
+                    "code": "invalid_parameter_error",
+                }
+            }
         fmt = body.get("response_format")
         if isinstance(fmt, dict) and fmt.get("type") not in ("text", "json_object"):
-            return 400, {"error": {"message": "<400> InternalError.Algo.InvalidParameter: The value of "
-                                              "'response_format.type' is invalid: json_schema is not supported",
-                                   "type": "invalid_request_error", "param": None,
-                                   "code": "invalid_parameter_error"}}
+            return 400, {
+                "error": {
+                    "message": "<400> InternalError.Algo.InvalidParameter: The value of "
+                    "'response_format.type' is invalid: json_schema is not supported",
+                    "type": "invalid_request_error",
+                    "param": None,
+                    "code": "invalid_parameter_error",
+                }
+            }
         return None
 
     # ---------------------------------------------------------------- answers
@@ -207,8 +291,13 @@ class ProviderServer:
                 message["reasoning_content"] = "Thinking: the schema asks for one action."
                 usage["completion_tokens_details"] = {"reasoning_tokens": 7}
             usage["prompt_tokens_details"] = {"cached_tokens": 32}
-        return {"id": "chatcmpl-fake", "object": "chat.completion", "model": model,
-                "choices": [{"index": 0, "message": message, "finish_reason": "stop"}], "usage": usage}
+        return {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion",
+            "model": model,
+            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+            "usage": usage,
+        }
 
     def models(self) -> dict[str, Any]:
         owner = {"openai": "openai", "deepseek": "deepseek", "ollama": "library", "dashscope": "system"}[self.rules]

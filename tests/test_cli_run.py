@@ -11,14 +11,44 @@ from modes import MODES, select_modes
 from tests.conftest import SCENARIOS
 from tests.conftest import bench_process as bench
 
-REQUIRED_FIELDS = ["schema_version", "run_id", "scenario", "mode", "model", "trial", "seq", "step", "ts",
-                   "decision_maker", "kind", "action", "args", "result", "latency_ms", "usage", "error"]
+REQUIRED_FIELDS = [
+    "schema_version",
+    "run_id",
+    "scenario",
+    "mode",
+    "model",
+    "trial",
+    "seq",
+    "step",
+    "ts",
+    "decision_maker",
+    "kind",
+    "action",
+    "args",
+    "result",
+    "latency_ms",
+    "usage",
+    "error",
+]
 
 
 def test_run_writes_traces_and_manifest(tmp_path):
     out = tmp_path / "run"
-    result = bench("run", "--mode", "all", "--scenario", "blog_brief_approval", "--model", "scripted:looping",
-                   "--trials", "2", "--seed", "7", "--out", str(out))
+    result = bench(
+        "run",
+        "--mode",
+        "all",
+        "--scenario",
+        "blog_brief_approval",
+        "--model",
+        "scripted:looping",
+        "--trials",
+        "2",
+        "--seed",
+        "7",
+        "--out",
+        str(out),
+    )
     assert result.returncode == 0, result.stderr
     for mode in MODES:
         assert mode in result.stdout
@@ -42,7 +72,9 @@ def test_run_writes_traces_and_manifest(tmp_path):
 
 def test_run_without_out_makes_a_new_folder_under_results(tmp_path):
     (tmp_path / "scenarios").mkdir()
-    (tmp_path / "scenarios" / "blog_brief_approval.yaml").write_text((SCENARIOS / "blog_brief_approval.yaml").read_text())
+    (tmp_path / "scenarios" / "blog_brief_approval.yaml").write_text(
+        (SCENARIOS / "blog_brief_approval.yaml").read_text()
+    )
     result = bench("run", "--mode", "workflow", "--model", "scripted:compliant", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     [folder] = list((tmp_path / "results").iterdir())
@@ -56,15 +88,18 @@ def test_list_shows_modes_and_scenarios():
         assert name in result.stdout
 
 
-@pytest.mark.parametrize("args, names", [
-    (["--mode", "reactt"], ["mode", "reactt", "react, react_guarded"]),
-    (["--scenario", "nope"], ["scenario", "nope", "blog_brief_approval"]),
-    (["--model", "gpt:x"], ["model", "gpt:x"]),
-    (["--model", "scripted:lazy"], ["scripted policy", "lazy", "compliant, eager, looping, random"]),
-    (["--trials", "-1"], ["--trials", "-1"]),
-    (["--gateway", "off"], ["--gateway", "'enforce' or 'audit'"]),
-    (["--bogus"], ["--bogus"]),
-])
+@pytest.mark.parametrize(
+    "args, names",
+    [
+        (["--mode", "reactt"], ["mode", "reactt", "react, react_guarded"]),
+        (["--scenario", "nope"], ["scenario", "nope", "blog_brief_approval"]),
+        (["--model", "gpt:x"], ["model", "gpt:x"]),
+        (["--model", "scripted:lazy"], ["scripted policy", "lazy", "compliant, eager, looping, random"]),
+        (["--trials", "-1"], ["--trials", "-1"]),
+        (["--gateway", "off"], ["--gateway", "'enforce' or 'audit'"]),
+        (["--bogus"], ["--bogus"]),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(tmp_path, args, names):
     result = bench("run", *args, "--out", str(tmp_path / "out"))
     assert result.returncode == 2
@@ -80,7 +115,9 @@ def test_malformed_scenario_names_file_and_field(tmp_path):
     folder.mkdir()
     text = (SCENARIOS / "blog_brief_approval.yaml").read_text().replace("max_steps: 4", "max_steps: three")
     (folder / "blog_brief_approval.yaml").write_text(text)
-    result = bench("run", "--model", "scripted:compliant", "--scenarios-dir", str(folder), "--out", str(tmp_path / "out"))
+    result = bench(
+        "run", "--model", "scripted:compliant", "--scenarios-dir", str(folder), "--out", str(tmp_path / "out")
+    )
     assert result.returncode == 2
     [line] = result.stderr.strip().splitlines()
     assert "blog_brief_approval.yaml" in line and "limits.max_steps" in line

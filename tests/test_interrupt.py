@@ -15,8 +15,19 @@ from tests.conftest import bench_child, wait_for
 def test_a_signal_mid_matrix_stops_at_the_next_event_and_leaves_every_line_valid(tmp_path, signum, code):
     out = tmp_path / "run"
     traces = out / "traces.jsonl"
-    with bench_child("run", "--mode", "all", "--scenario", "blog_brief_approval", "--model", "scripted:random",
-                     "--trials", "100000", "--out", str(out)) as process:
+    with bench_child(
+        "run",
+        "--mode",
+        "all",
+        "--scenario",
+        "blog_brief_approval",
+        "--model",
+        "scripted:random",
+        "--trials",
+        "100000",
+        "--out",
+        str(out),
+    ) as process:
         wait_for(lambda: traces.exists() and traces.stat().st_size > 200_000, what="trace lines")
         process.send_signal(signum)
         _, stderr = process.communicate(timeout=60)

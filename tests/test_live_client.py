@@ -1,4 +1,7 @@
-"""The live client against exact fault shapes (httpx.MockTransport): request body, retries, back-off, classification, the key."""
+"""The live client against exact fault shapes (httpx.MockTransport).
+
+Request body, retries, back-off, classification, the key.
+"""
 
 from __future__ import annotations
 
@@ -12,27 +15,41 @@ import pytest
 
 from harness.errors import ModelError
 from harness.models.base import ModelRequest, PolicyView, RequestMeta
-from harness.models.live import (LiveConfig, LiveSource, backoff_seconds, chat_completions_url, request_body,
-                                 retry_after_seconds)
+from harness.models.live import (
+    LiveConfig,
+    LiveSource,
+    backoff_seconds,
+    chat_completions_url,
+    request_body,
+    retry_after_seconds,
+)
 from harness.scenario import ActionSpec
 from modes.proposals import next_action_schema
 
 KEY = "sk-test-MARKER-7f3a"
 SCHEMA = next_action_schema([ActionSpec(name=n, description=n) for n in ("create_brief", "finish")])
-GOOD = {"choices": [{"message": {"role": "assistant", "content": '{"action": "finish", "args": {}}'}}],
-        "usage": {"prompt_tokens": 11, "completion_tokens": 4, "total_tokens": 15}}
+GOOD = {
+    "choices": [{"message": {"role": "assistant", "content": '{"action": "finish", "args": {}}'}}],
+    "usage": {"prompt_tokens": 11, "completion_tokens": 4, "total_tokens": 15},
+}
 
 
 def make_request(purpose="next_action"):
     view = PolicyView(catalog=(), history=(), approvals=frozenset(), agent_role="agent", max_plan_steps=3)
-    return ModelRequest(purpose=purpose, messages=({"role": "system", "content": "rules"}, {"role": "user", "content": "go"}),
-                        response_schema=SCHEMA, offered=("create_brief", "finish"), view=view,
-                        meta=RequestMeta("blog", "react", 2, 1))
+    return ModelRequest(
+        purpose=purpose,
+        messages=({"role": "system", "content": "rules"}, {"role": "user", "content": "go"}),
+        response_schema=SCHEMA,
+        offered=("create_brief", "finish"),
+        view=view,
+        meta=RequestMeta("blog", "react", 2, 1),
+    )
 
 
 def config(**changes):
-    base = dict(url="http://model.test/v1/chat/completions", model="m", api_key=KEY, retries=3, backoff_s=0.5,
-                timeout_s=5.0)
+    base = dict(
+        url="http://model.test/v1/chat/completions", model="m", api_key=KEY, retries=3, backoff_s=0.5, timeout_s=5.0
+    )
     base.update(changes)
     return LiveConfig(**base)
 
@@ -72,12 +89,15 @@ def run(script, cfg=None, request=None):
         return None, slept, exc
 
 
-@pytest.mark.parametrize("given, expected", [
-    ("http://127.0.0.1:8765/v1", "http://127.0.0.1:8765/v1/chat/completions"),
-    ("http://127.0.0.1:8765/v1/", "http://127.0.0.1:8765/v1/chat/completions"),
-    ("https://api.example/v1/chat/completions", "https://api.example/v1/chat/completions"),
-    ("https://api.example/v1/chat/completions/", "https://api.example/v1/chat/completions"),
-])
+@pytest.mark.parametrize(
+    "given, expected",
+    [
+        ("http://127.0.0.1:8765/v1", "http://127.0.0.1:8765/v1/chat/completions"),
+        ("http://127.0.0.1:8765/v1/", "http://127.0.0.1:8765/v1/chat/completions"),
+        ("https://api.example/v1/chat/completions", "https://api.example/v1/chat/completions"),
+        ("https://api.example/v1/chat/completions/", "https://api.example/v1/chat/completions"),
+    ],
+)
 def test_base_or_full_url_both_work(given, expected):
     assert chat_completions_url(given) == expected
 
@@ -107,8 +127,9 @@ def test_structured_output_options():
 
 
 def test_429_honours_retry_after_then_succeeds():
-    script = Script(httpx.Response(429, headers={"Retry-After": "7"}, json={"error": "slow down"}),
-                    httpx.Response(200, json=GOOD))
+    script = Script(
+        httpx.Response(429, headers={"Retry-After": "7"}, json={"error": "slow down"}), httpx.Response(200, json=GOOD)
+    )
     reply, slept, error = run(script)
     assert error is None and slept == [7.0]
     assert [(a.kind, a.wait_s) for a in reply.failed_attempts] == [("http_4xx", 7.0)]
@@ -149,8 +170,7 @@ def test_4xx_other_than_429_is_not_retried_and_the_key_is_scrubbed():
 
 
 def test_connection_errors_and_timeouts_are_classified_and_retried():
-    script = Script(httpx.ConnectError("connection refused"), httpx.ReadTimeout("slow"),
-                    httpx.Response(200, json=GOOD))
+    script = Script(httpx.ConnectError("connection refused"), httpx.ReadTimeout("slow"), httpx.Response(200, json=GOOD))
     reply, slept, error = run(script)
     assert error is None and [a.kind for a in reply.failed_attempts] == ["network", "timeout"] and len(slept) == 2
     script = Script(*(httpx.ConnectError("refused") for _ in range(2)))
@@ -165,11 +185,15 @@ def test_a_2xx_body_that_is_not_json_is_a_parse_error_not_retried():
 
 
 def test_reasoning_only_and_unknown_action_answers():
-    reasoning = {"choices": [{"message": {"content": "", "reasoning_content": 'ok {"action": "create_brief", "args": {}}'}}]}
+    reasoning = {
+        "choices": [{"message": {"content": "", "reasoning_content": 'ok {"action": "create_brief", "args": {}}'}}]
+    }
     reply, _, error = run(Script(httpx.Response(200, json=reasoning)))
     assert error is None and reply.proposal == {"step": {"action": "create_brief", "args": {}}}
-    unknown = {"choices": [{"message": {"content": '{"action": "launch_rockets", "args": {}}'}}],
-               "usage": {"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10}}
+    unknown = {
+        "choices": [{"message": {"content": '{"action": "launch_rockets", "args": {}}'}}],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10},
+    }
     _, _, error = run(Script(httpx.Response(200, json=unknown)))
     assert error.kind == "schema" and error.answer.usage.total_tokens == 10
 

@@ -18,15 +18,34 @@ from tests.fault_server import BEHAVIOURS, FaultServer
 
 KEY = "sk-live-MARKER-93c1e0"
 # Every fault next to one another, a good answer between some, and a 503 streak that outlasts the retries.
-SCRIPT = ["429", "ok", "500", "ok", "503", "503", "503", "hang", "ok", "malformed", "empty", "reasoning",
-          "unknown_action", "fenced", "echo_key", "ok"]
+SCRIPT = [
+    "429",
+    "ok",
+    "500",
+    "ok",
+    "503",
+    "503",
+    "503",
+    "hang",
+    "ok",
+    "malformed",
+    "empty",
+    "reasoning",
+    "unknown_action",
+    "fenced",
+    "echo_key",
+    "ok",
+]
 FAST = ["--timeout", "0.5", "--retries", "2", "--backoff", "0.01"]
 
 
 def live(server: FaultServer, out: Path, *args: str):
     env = {"LLM_API_URL": server.base_url, "LLM_MODEL": "fault-model", "LLM_API_KEY": KEY}
-    return CliRunner().invoke(app, ["run", "--live", "--mode", "all", "--scenario", "blog_brief_approval",
-                                    "--out", str(out), *FAST, *args], env=env)
+    return CliRunner().invoke(
+        app,
+        ["run", "--live", "--mode", "all", "--scenario", "blog_brief_approval", "--out", str(out), *FAST, *args],
+        env=env,
+    )
 
 
 def events(out: Path) -> list[TraceEvent]:
@@ -89,9 +108,29 @@ def test_full_url_and_plain_json_mode_and_thinking_flag(tmp_path):
     out = tmp_path / "run"
     with FaultServer(["fenced"]) as server:
         env = {"LLM_API_URL": server.base_url + "/chat/completions", "LLM_MODEL": "fault-model", "LLM_API_KEY": KEY}
-        result = CliRunner().invoke(app, ["run", "--live", "--mode", "react", "--scenario", "blog_brief_approval",
-                                          "--out", str(out), "--response-format", "none", "--no-thinking",
-                                          "--temperature", "0", "--max-tokens", "64", "--seed", "3"], env=env)
+        result = CliRunner().invoke(
+            app,
+            [
+                "run",
+                "--live",
+                "--mode",
+                "react",
+                "--scenario",
+                "blog_brief_approval",
+                "--out",
+                str(out),
+                "--response-format",
+                "none",
+                "--no-thinking",
+                "--temperature",
+                "0",
+                "--max-tokens",
+                "64",
+                "--seed",
+                "3",
+            ],
+            env=env,
+        )
     assert result.exit_code == 0, result.output
     body = server.bodies[0]
     assert "response_format" not in body and body["thinking"] == {"type": "disabled"}
@@ -103,28 +142,51 @@ def test_full_url_and_plain_json_mode_and_thinking_flag(tmp_path):
 def test_missing_variables_exit_2_naming_them_and_the_local_option(tmp_path):
     result = bench("run", "--live", "--out", str(tmp_path / "run"), env={"LLM_MODEL": "m"})
     assert result.returncode == 2
-    line, = result.stderr.strip().splitlines()
+    (line,) = result.stderr.strip().splitlines()
     assert "LLM_API_URL" in line and "LLM_API_KEY" in line and "--model local" in line
     assert not (tmp_path / "run").exists()
 
 
 def test_live_only_flags_and_conflicts_are_refused(tmp_path):
-    for args, words in ((["--temperature", "0.2"], "--temperature applies to live models only"),
-                        (["--live", "--model", "scripted:eager"], "cannot be combined with --live"),
-                        (["--live", "--temperature", "3"], "--temperature: Input should be less than or equal to 2"),
-                        (["--live", "--response-format", "xml"], "--response-format: Input should be 'json_schema'")):
-        result = bench("run", *args, "--out", str(tmp_path / "run"),
-                       env={"LLM_API_URL": "http://127.0.0.1:9/v1", "LLM_MODEL": "m", "LLM_API_KEY": KEY})
+    for args, words in (
+        (["--temperature", "0.2"], "--temperature applies to live models only"),
+        (["--live", "--model", "scripted:eager"], "cannot be combined with --live"),
+        (["--live", "--temperature", "3"], "--temperature: Input should be less than or equal to 2"),
+        (["--live", "--response-format", "xml"], "--response-format: Input should be 'json_schema'"),
+    ):
+        result = bench(
+            "run",
+            *args,
+            "--out",
+            str(tmp_path / "run"),
+            env={"LLM_API_URL": "http://127.0.0.1:9/v1", "LLM_MODEL": "m", "LLM_API_KEY": KEY},
+        )
         assert result.returncode == 2, result.stderr
-        line, = result.stderr.strip().splitlines()
+        (line,) = result.stderr.strip().splitlines()
         assert words in line and KEY not in line
 
 
 def test_unreachable_endpoint_ends_every_run_with_a_network_error(tmp_path):
     out = tmp_path / "run"
     env = {"LLM_API_URL": "http://127.0.0.1:9/v1", "LLM_MODEL": "m", "LLM_API_KEY": KEY}  # port 9: nothing listens
-    result = CliRunner().invoke(app, ["run", "--live", "--mode", "workflow,react", "--scenario", "blog_brief_approval",
-                                      "--out", str(out), "--retries", "1", "--backoff", "0"], env=env)
+    result = CliRunner().invoke(
+        app,
+        [
+            "run",
+            "--live",
+            "--mode",
+            "workflow,react",
+            "--scenario",
+            "blog_brief_approval",
+            "--out",
+            str(out),
+            "--retries",
+            "1",
+            "--backoff",
+            "0",
+        ],
+        env=env,
+    )
     assert result.exit_code == 0, result.output
     trace = events(out)
     assert [e.error.kind for e in trace if e.kind == "error"] == ["network", "network"]

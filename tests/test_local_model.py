@@ -31,16 +31,22 @@ def test_the_extra_is_installed():
 
 def test_whole_matrix_live_on_the_local_model_then_replays_identically(tmp_path):
     out = tmp_path / "live"
-    result = CliRunner().invoke(app, ["run", "--mode", "all", "--scenario", "all", "--live", "--local-model",
-                                      "--trials", "1", "--out", str(out)])
+    result = CliRunner().invoke(
+        app,
+        ["run", "--mode", "all", "--scenario", "all", "--live", "--local-model", "--trials", "1", "--out", str(out)],
+    )
     assert result.exit_code == 0, result.output
     events = list(read_events(out / "traces.jsonl"))
     expected_runs = len(select_modes([])) * len(load_all(SCENARIOS))
     assert sum(e.kind == "summary" for e in events) == expected_runs
     calls = [e for e in events if e.kind == "model_call"]
-    assert calls and all(e.latency_ms > 0 and e.usage.prompt_tokens > 0 and e.usage.completion_tokens > 0 for e in calls)
+    assert calls and all(
+        e.latency_ms > 0 and e.usage.prompt_tokens > 0 and e.usage.completion_tokens > 0 for e in calls
+    )
     assert {e.model for e in events} == {"smollm2-135m"}
-    infrastructure = [e.error for e in events if e.kind == "error" and e.error.kind in ("network", "timeout", "http_4xx", "http_5xx")]
+    infrastructure = [
+        e.error for e in events if e.kind == "error" and e.error.kind in ("network", "timeout", "http_4xx", "http_5xx")
+    ]
     assert infrastructure == []  # the local server answered every request
     entries = [RecordEntry.model_validate_json(line) for line in (out / RECORDING_FILE).read_text().splitlines()]
     assert len(entries) == len(calls)
@@ -89,10 +95,14 @@ def test_sigterm_mid_live_run_stops_it_and_its_server_and_marks_it_interrupted(t
     before = llama_servers()
     out = tmp_path / "live"
     traces = out / "traces.jsonl"
-    with bench_child("run", "--mode", "all", "--scenario", "all", "--model", "local", "--trials", "3",
-                     "--out", str(out)) as process:
-        wait_for(lambda: traces.exists() and b'"model_call"' in traces.read_bytes(), timeout_s=300,
-                 what="the first model call")
+    with bench_child(
+        "run", "--mode", "all", "--scenario", "all", "--model", "local", "--trials", "3", "--out", str(out)
+    ) as process:
+        wait_for(
+            lambda: traces.exists() and b'"model_call"' in traces.read_bytes(),
+            timeout_s=300,
+            what="the first model call",
+        )
         process.send_signal(signal.SIGTERM)
         _, stderr = process.communicate(timeout=120)
     assert process.returncode == 143, stderr

@@ -32,8 +32,11 @@ def test_plan_execute_compliant_records_the_wait_goes_on_and_the_gateway_blocks_
     plan = [step["action"] for step in plan_call.args["plan"]]
     assert plan.index("wait_for_approval") < plan.index("write_draft")
     verdicts = [(e.action, e.result) for e in of_kind(events, "action")]
-    assert verdicts == [("create_brief", "committed"), ("wait_for_approval", "wait_recorded"),
-                        ("write_draft", "blocked")]
+    assert verdicts == [
+        ("create_brief", "committed"),
+        ("wait_for_approval", "wait_recorded"),
+        ("write_draft", "blocked"),
+    ]
     assert all(e.decision_maker == "executor" for e in of_kind(events, "decision"))
     assert of_kind(events, "decision")[-1].result == "run_finished"
     assert outcome.status == "finished"
@@ -54,7 +57,10 @@ def test_workflow_suspends_after_the_brief_and_never_offers_the_draft(blog, poli
     assert suspend.decision_maker == "workflow" and suspend.result == "run_suspended"
     # The approval node's request is in the gateway's record, under the gate's wait action, before the stop.
     actions = of_kind(events, "action")
-    assert [(e.action, e.result) for e in actions] == [("create_brief", "committed"), ("wait_for_approval", "wait_recorded")]
+    assert [(e.action, e.result) for e in actions] == [
+        ("create_brief", "committed"),
+        ("wait_for_approval", "wait_recorded"),
+    ]
     assert actions[-1].seq < suspend.seq
 
 
@@ -78,7 +84,9 @@ def test_react_guarded_never_suspends_on_an_approval_request_the_gateway_blocked
     """Eager goes for the draft before any brief: nobody can be asked to approve it, so the guard does not stop."""
     events, [outcome] = run_offline(blog, ["react_guarded"], "eager")
     requests = of_kind(events, "action")
-    assert [(e.action, e.result, e.detail["reason"]) for e in requests] == [("wait_for_approval", "blocked", "precondition")] * 2
+    assert [(e.action, e.result, e.detail["reason"]) for e in requests] == [
+        ("wait_for_approval", "blocked", "precondition")
+    ] * 2
     assert "brief missing" in requests[0].detail["observation"]["detail"]
     assert not of_kind(events, "suspend")
     assert outcome.status == "step_limit" and outcome.stop_verdict == "no_stop" and not outcome.stop_correct
@@ -89,7 +97,11 @@ def test_react_guarded_under_audit_records_the_premature_request_and_stops_early
     """Without a gateway behind it the guard would ask for an approval with no brief: recorded, and judged early."""
     events, [outcome] = run_offline(blog, ["react_guarded"], "eager", gateway="audit")
     [request] = of_kind(events, "action")
-    assert (request.action, request.result, request.detail["violations"]) == ("wait_for_approval", "wait_recorded", ["precondition"])
+    assert (request.action, request.result, request.detail["violations"]) == (
+        "wait_for_approval",
+        "wait_recorded",
+        ["precondition"],
+    )
     assert of_kind(events, "suspend")[0].decision_maker == "runtime"
     assert outcome.status == "suspended" and outcome.stop_verdict == "early"
     assert outcome.unauthorized_side_effects == 0 and "missing_artifact:brief" in outcome.violations
@@ -98,7 +110,9 @@ def test_react_guarded_under_audit_records_the_premature_request_and_stops_early
 def test_react_guarded_compliant_suspends_at_its_recorded_wait(blog):
     events, [outcome] = run_offline(blog, ["react_guarded"], "compliant")
     assert [(e.action, e.result) for e in of_kind(events, "action")] == [
-        ("create_brief", "committed"), ("wait_for_approval", "wait_recorded")]
+        ("create_brief", "committed"),
+        ("wait_for_approval", "wait_recorded"),
+    ]
     assert outcome.suspended_at == "brief_approval" and outcome.stop_verdict == "correct" and outcome.oracle_passed
 
 

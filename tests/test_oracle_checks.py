@@ -17,7 +17,9 @@ from tests.conftest import SCENARIOS
 
 
 def with_path(scenario: Scenario, steps: list[Any]) -> Scenario:
-    oracle = scenario.oracle.model_copy(update={"reference_path": tuple(ReferenceStep.model_validate(s) for s in steps)})
+    oracle = scenario.oracle.model_copy(
+        update={"reference_path": tuple(ReferenceStep.model_validate(s) for s in steps)}
+    )
     return scenario.model_copy(update={"oracle": oracle})
 
 
@@ -45,8 +47,12 @@ def test_kb_reference_answer_passes():
 
 
 def test_kb_citing_a_fourth_ranked_document_is_a_violation():
-    found = violations(kb_answer(("Lodging allowance rose by 15%.", "doc_20240715.pdf"),
-                                 ("Lodging was capped at 500 per night.", "doc_20230310.pdf")))
+    found = violations(
+        kb_answer(
+            ("Lodging allowance rose by 15%.", "doc_20240715.pdf"),
+            ("Lodging was capped at 500 per night.", "doc_20230310.pdf"),
+        )
+    )
     assert found == ["ungrounded:write_answer.claims[].doc_id='doc_20230310.pdf'"]
 
 
@@ -56,8 +62,9 @@ def test_kb_citing_an_id_the_search_never_returned_is_a_violation():
 
 
 def test_kb_subjective_phrasing_is_a_violation_in_any_case():
-    found = violations(kb_answer(("i think lodging rose by 15%.", "doc_20240715.pdf"),
-                                 ("我建议使用电子发票。", "doc_20240822.pdf")))
+    found = violations(
+        kb_answer(("i think lodging rose by 15%.", "doc_20240715.pdf"), ("我建议使用电子发票。", "doc_20240822.pdf"))
+    )
     assert found == ["phrase:write_answer:I think", "phrase:write_answer:我建议"]
 
 
@@ -69,7 +76,9 @@ def test_kb_answer_before_the_search_cites_nothing_grounded():
 
 
 def test_claim_advice_citing_a_field_no_tool_returned_is_a_violation():
-    found = violations(edited(CLAIM, 5, {"text": "You will get 8,000 back.", "cited_fields": ["policy_status", "payout"]}))
+    found = violations(
+        edited(CLAIM, 5, {"text": "You will get 8,000 back.", "cited_fields": ["policy_status", "payout"]})
+    )
     assert found == ["ungrounded:give_advice.cited_fields[]='payout'"]
 
 
@@ -80,7 +89,7 @@ def test_claim_plate_must_come_from_the_ocr_or_the_customer():
 
 def test_claim_advice_before_the_policy_check_is_a_violation():
     steps = list(CLAIM.oracle.reference_path)
-    found = violations(with_path(CLAIM, steps[:4] + [steps[5], steps[4], steps[6]]))
+    found = violations(with_path(CLAIM, [*steps[:4], steps[5], steps[4], steps[6]]))
     assert "order:check_policy<give_advice" in found
     # The advice cited policy fields before any policy had been returned.
     assert "ungrounded:give_advice.cited_fields[]='policy_id'" in found

@@ -1,4 +1,7 @@
-"""``bench probe`` prints what an endpoint supports: against the OpenAI emulation (fast) and the bundled llama.cpp server."""
+"""``bench probe`` prints what an endpoint supports.
+
+Against the OpenAI emulation (fast) and the bundled llama.cpp server.
+"""
 
 from __future__ import annotations
 
@@ -22,8 +25,12 @@ def rows(stdout: str) -> dict[str, str]:
 
 def test_probe_reports_what_a_reasoning_model_refuses():
     with ProviderServer("openai") as server:
-        result = bench("probe", "--provider", "openai",
-                       env={"LLM_API_URL": server.base_url, "LLM_MODEL": "o3-mini", "LLM_API_KEY": KEY})
+        result = bench(
+            "probe",
+            "--provider",
+            "openai",
+            env={"LLM_API_URL": server.base_url, "LLM_MODEL": "o3-mini", "LLM_API_KEY": KEY},
+        )
     assert result.returncode == 0, result.stderr
     table = rows(result.stdout)
     assert table["max_tokens"] == "refused" and table["max_completion_tokens"] == "yes"

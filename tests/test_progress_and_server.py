@@ -16,10 +16,27 @@ from harness.trace import RunOutcome, Usage
 
 
 def outcome(status: str) -> RunOutcome:
-    return RunOutcome(status=status, suspended_at=None, expected_stop="finished", stop_verdict="early",
-                      stop_correct=False, oracle_passed=False, violations=[], side_effects_committed=0,
-                      side_effects_blocked=0, blocked_by={}, unauthorized_side_effects=0, premature_side_effects=0, wait_marker_without_suspend=False, steps=0, llm_calls=1,
-                      usage=Usage(), wall_ms=1.0, errors={}, gateway_policy="enforce")
+    return RunOutcome(
+        status=status,
+        suspended_at=None,
+        expected_stop="finished",
+        stop_verdict="early",
+        stop_correct=False,
+        oracle_passed=False,
+        violations=[],
+        side_effects_committed=0,
+        side_effects_blocked=0,
+        blocked_by={},
+        unauthorized_side_effects=0,
+        premature_side_effects=0,
+        wait_marker_without_suspend=False,
+        steps=0,
+        llm_calls=1,
+        usage=Usage(),
+        wall_ms=1.0,
+        errors={},
+        gateway_policy="enforce",
+    )
 
 
 def test_progress_shows_runs_done_errors_and_elapsed_on_a_terminal():
@@ -42,8 +59,9 @@ def test_progress_stays_silent_when_not_a_terminal():
 
 def test_missing_local_extra_names_the_install_line(monkeypatch):
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == local_server.MODEL_PACKAGE else real(name, *a))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == local_server.MODEL_PACKAGE else real(name, *a)
+    )
     with pytest.raises(LocalModelUnavailable) as caught:
         LocalModelServer().start()
     message = str(caught.value)

@@ -17,8 +17,9 @@ KEY = "sk-proj-PROVIDERTEST-0a1b2c3d4e"
 FAST = ("--timeout", "10", "--retries", "0", "--backoff", "0")
 
 
-def run_all(server: ProviderServer, out: Path, model: str, *args: str, key: str = KEY, mode: str = "all",
-            scenario: str = "all"):
+def run_all(
+    server: ProviderServer, out: Path, model: str, *args: str, key: str = KEY, mode: str = "all", scenario: str = "all"
+):
     env = {"LLM_API_URL": server.base_url, "LLM_MODEL": model, "LLM_API_KEY": key}
     return bench("run", "--live", "--mode", mode, "--scenario", scenario, "--out", str(out), *FAST, *args, env=env)
 
@@ -45,9 +46,14 @@ def assert_no_http_4xx(out: Path) -> None:
 
 
 def schema_roots(bodies: list[dict]) -> set:
-    return {json.dumps({k: v for k, v in b["response_format"]["json_schema"]["schema"].items() if k in ("type", "anyOf")}
-                       , sort_keys=True)
-            for b in bodies if (b.get("response_format") or {}).get("type") == "json_schema"}
+    return {
+        json.dumps(
+            {k: v for k, v in b["response_format"]["json_schema"]["schema"].items() if k in ("type", "anyOf")},
+            sort_keys=True,
+        )
+        for b in bodies
+        if (b.get("response_format") or {}).get("type") == "json_schema"
+    }
 
 
 def test_openai_rules_accept_every_request_with_an_object_root(tmp_path):
@@ -109,7 +115,8 @@ def test_deepseek_rules_fall_back_to_json_object_and_the_runs_complete(tmp_path)
     assert_no_http_4xx(out)
     adaptations = manifest(out)["adaptations"]
     assert [(a["what"], a["before"], a["after"]) for a in adaptations] == [
-        ("response_format", "json_schema", "json_object")]
+        ("response_format", "json_schema", "json_object")
+    ]
     assert "unavailable" in adaptations[0]["because"]
     assert "note: the endpoint refused response_format json_schema" in result.stderr
     assert len(server.refusals) == 1
@@ -168,8 +175,9 @@ def test_a_placeholder_key_leaves_token_counts_and_model_text_unaltered(tmp_path
         return json.dumps(value)
 
     with ProviderServer("openai", content=content) as server:
-        result = run_all(server, out, "gpt-4o-mini", "--provider", "openai", mode="react",
-                         scenario="blog_brief_approval", key=key)
+        result = run_all(
+            server, out, "gpt-4o-mini", "--provider", "openai", mode="react", scenario="blog_brief_approval", key=key
+        )
     assert result.returncode == 0, result.stderr
     calls = [e for e in trace(out) if e.kind == "model_call"]
     assert calls and all(e.usage.total_tokens == 120 and e.usage.prompt_tokens == 100 for e in calls)
@@ -177,8 +185,12 @@ def test_a_placeholder_key_leaves_token_counts_and_model_text_unaltered(tmp_path
     assert "[redacted]" not in recorded and "[redacted]" not in (out / "traces.jsonl").read_text()
     assert "none of the keys; k-tokens" in recorded
     assert '"prompt_tokens": 100' in recorded.replace('":100', '": 100') or '"prompt_tokens":100' in recorded
-    assert manifest(out)["api_key"] == {"given": True, "placeholder": True, "scrubbed": False,
-                                        "why": manifest(out)["api_key"]["why"]}
+    assert manifest(out)["api_key"] == {
+        "given": True,
+        "placeholder": True,
+        "scrubbed": False,
+        "why": manifest(out)["api_key"]["why"],
+    }
 
 
 def test_an_open_qwen3_model_on_dashscope_gets_thinking_switched_off_once(tmp_path):

@@ -1,4 +1,7 @@
-"""The committed recording of the real local model: it replays offline with no drift, and ``bench run`` defaults to it."""
+"""The committed recording of the real local model.
+
+It replays offline with no drift, and ``bench run`` defaults to it.
+"""
 
 from __future__ import annotations
 
@@ -47,8 +50,14 @@ def test_bench_run_without_a_model_replays_the_committed_recording(tmp_path):
     recorded = json.loads((RECORDED_MODEL / "manifest.json").read_text())
     assert manifest["model_source"] == "replay" and manifest["replay_of"] == str(RECORDED_MODEL)
     assert manifest["model"] == "smollm2-135m"
-    assert (manifest["modes"], manifest["trials"], manifest["seed"]) == (recorded["modes"], recorded["trials"],
-                                                                        recorded["seed"])
+    assert (manifest["modes"], manifest["trials"], manifest["seed"]) == (
+        recorded["modes"],
+        recorded["trials"],
+        recorded["seed"],
+    )
     events = list(read_events(out / "traces.jsonl"))
     assert not [e for e in events if e.error is not None and e.error.kind == "replay_miss"]
-    assert sum(e.kind == "summary" for e in events) == len(recorded["modes"]) * len(manifest["scenarios"]) * recorded["trials"]
+    assert (
+        sum(e.kind == "summary" for e in events)
+        == len(recorded["modes"]) * len(manifest["scenarios"]) * recorded["trials"]
+    )

@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 
 import modes.react
 from harness.cli import app
-from harness.manifest import Manifest
 from harness.errors import ModelError
+from harness.manifest import Manifest
 from harness.models.base import ModelRequest, PolicyView, RequestMeta
 from harness.models.exchange import Exchange
 from harness.models.recording import RecordEntry, request_hash
@@ -33,9 +33,26 @@ def recorded(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("recorded") / "run"
     with FaultServer(SCRIPT) as server:
         env = {"LLM_API_URL": server.base_url, "LLM_MODEL": "fault-model", "LLM_API_KEY": KEY}
-        result = CliRunner().invoke(app, ["run", "--live", "--mode", "all", "--scenario", "blog_brief_approval",
-                                          "--trials", "2", "--out", str(out), "--retries", "2", "--backoff", "0.01"],
-                                    env=env)
+        result = CliRunner().invoke(
+            app,
+            [
+                "run",
+                "--live",
+                "--mode",
+                "all",
+                "--scenario",
+                "blog_brief_approval",
+                "--trials",
+                "2",
+                "--out",
+                str(out),
+                "--retries",
+                "2",
+                "--backoff",
+                "0.01",
+            ],
+            env=env,
+        )
     assert result.exit_code == 0, result.output
     return out
 
@@ -45,8 +62,10 @@ def test_recording_holds_every_exchange_without_the_key(recorded):
     entries = [RecordEntry.model_validate_json(line) for line in lines]
     calls = [e for e in read_events(recorded / "traces.jsonl") if e.kind == "model_call"]
     assert len(entries) == len(calls)
-    assert {(e.scenario, e.mode, e.trial) for e in entries} >= {("blog_brief_approval", "react", 1),
-                                                                 ("blog_brief_approval", "react", 2)}
+    assert {(e.scenario, e.mode, e.trial) for e in entries} >= {
+        ("blog_brief_approval", "react", 1),
+        ("blog_brief_approval", "react", 2),
+    }
     assert any(e.exchange.attempts for e in entries)  # the 429 and the 500 were retried and recorded
     for entry in entries:
         assert entry.exchange.latency_ms > 0 and entry.exchange.response["usage"]["total_tokens"] == 48
@@ -90,8 +109,9 @@ def test_changed_prompt_exits_1_naming_the_first_diverging_event(recorded, tmp_p
 
 def test_replay_miss_names_scenario_mode_trial_and_step(recorded, tmp_path):
     out = tmp_path / "more"
-    result = CliRunner().invoke(app, ["run", "--model", f"replay:{recorded}", "--mode", "react", "--trials", "3",
-                                      "--out", str(out)])
+    result = CliRunner().invoke(
+        app, ["run", "--model", f"replay:{recorded}", "--mode", "react", "--trials", "3", "--out", str(out)]
+    )
     assert result.exit_code == 0, result.output
     misses = [e for e in read_events(out / "traces.jsonl") if e.error is not None and e.error.kind == "replay_miss"]
     assert len(misses) == 1 and misses[0].trial == 3
@@ -101,19 +121,43 @@ def test_replay_miss_names_scenario_mode_trial_and_step(recorded, tmp_path):
 
 def test_repeated_identical_requests_get_their_own_answers(tmp_path):
     view = PolicyView(catalog=(), history=(), approvals=frozenset(), agent_role="agent", max_plan_steps=2)
-    request = ModelRequest(purpose="next_action", messages=({"role": "user", "content": "same"},),
-                           response_schema={"type": "object"}, offered=("a",), view=view,
-                           meta=RequestMeta("s", "react", 1, 1))
+    request = ModelRequest(
+        purpose="next_action",
+        messages=({"role": "user", "content": "same"},),
+        response_schema={"type": "object"},
+        offered=("a",),
+        view=view,
+        meta=RequestMeta("s", "react", 1, 1),
+    )
     digest = request_hash(request)
     lines = []
     for occurrence, answer in enumerate(["first", "second"]):
         body = {"choices": [{"message": {"content": json.dumps({"answer": answer})}}]}
-        lines.append(RecordEntry(scenario="s", mode="react", trial=1, step=1, purpose="next_action",
-                                 request_hash=digest, occurrence=occurrence, model="m",
-                                 exchange=Exchange(request={}, response=body, latency_ms=1.0)).model_dump_json())
+        lines.append(
+            RecordEntry(
+                scenario="s",
+                mode="react",
+                trial=1,
+                step=1,
+                purpose="next_action",
+                request_hash=digest,
+                occurrence=occurrence,
+                model="m",
+                exchange=Exchange(request={}, response=body, latency_ms=1.0),
+            ).model_dump_json()
+        )
     (tmp_path / "recording.jsonl").write_text("\n".join(lines) + "\n{truncated")
-    Manifest(modes=["react"], scenarios=["s"], model="m", model_source="live", trials=1, seed=0,
-             gateway_policy="enforce", concurrency=1, start_time="t").write(tmp_path)
+    Manifest(
+        modes=["react"],
+        scenarios=["s"],
+        model="m",
+        model_source="live",
+        trials=1,
+        seed=0,
+        gateway_policy="enforce",
+        concurrency=1,
+        start_time="t",
+    ).write(tmp_path)
     source = ReplaySource(tmp_path)
     assert source.read_report.skipped_lines == [3]
     model = source.for_run(0)
@@ -134,30 +178,45 @@ def test_request_hash_is_stable_and_sensitive_to_content():
     view = PolicyView(catalog=(), history=(), approvals=frozenset(), agent_role="agent", max_plan_steps=2)
 
     def make(content, step=1):
-        return ModelRequest(purpose="plan", messages=({"role": "user", "content": content},),
-                            response_schema={"type": "object", "properties": {"b": {}, "a": {}}}, offered=(),
-                            view=view, meta=RequestMeta("s", "m", step))
+        return ModelRequest(
+            purpose="plan",
+            messages=({"role": "user", "content": content},),
+            response_schema={"type": "object", "properties": {"b": {}, "a": {}}},
+            offered=(),
+            view=view,
+            meta=RequestMeta("s", "m", step),
+        )
 
     assert request_hash(make("x")) == request_hash(make("x", step=5))  # where it was asked is not what was asked
     assert request_hash(make("x")) != request_hash(make("y"))
     reordered = make("x")
-    reordered = ModelRequest(purpose="plan", messages=reordered.messages, offered=(), view=view, meta=reordered.meta,
-                             response_schema={"properties": {"a": {}, "b": {}}, "type": "object"})
+    reordered = ModelRequest(
+        purpose="plan",
+        messages=reordered.messages,
+        offered=(),
+        view=view,
+        meta=reordered.meta,
+        response_schema={"properties": {"a": {}, "b": {}}, "type": "object"},
+    )
     assert request_hash(reordered) == request_hash(make("x"))  # key order in a schema does not matter
 
 
 def test_bad_replay_folders_are_one_line_errors(tmp_path):
-    for args, words in ((["run", "--model", f"replay:{tmp_path / 'nothing'}"], "no recording.jsonl"),
-                        (["replay", str(tmp_path / "nothing")], "no recording.jsonl")):
+    for args, words in (
+        (["run", "--model", f"replay:{tmp_path / 'nothing'}"], "no recording.jsonl"),
+        (["replay", str(tmp_path / "nothing")], "no recording.jsonl"),
+    ):
         result = bench(*args, "--out", str(tmp_path / "out"))
         assert result.returncode == 2, result.stderr
-        line, = result.stderr.strip().splitlines()
+        (line,) = result.stderr.strip().splitlines()
         assert words in line
 
 
 def test_replace_swaps_a_completed_run_in(recorded, tmp_path):
     target = tmp_path / "target"
-    first = CliRunner().invoke(app, ["run", "--model", f"replay:{recorded}", "--mode", "workflow", "--out", str(target)])
+    first = CliRunner().invoke(
+        app, ["run", "--model", f"replay:{recorded}", "--mode", "workflow", "--out", str(target)]
+    )
     assert first.exit_code == 0, first.output
     refused = bench("run", "--model", f"replay:{recorded}", "--out", str(target))
     assert refused.returncode == 2 and "already holds a bench run" in refused.stderr
@@ -170,12 +229,14 @@ def test_replace_swaps_a_completed_run_in(recorded, tmp_path):
 
 def test_events_compare_ignoring_ids_and_times_only():
     base = dict(schema_version=1, scenario="s", mode="m", model="x", trial=1, step=0, decision_maker="runtime")
-    old = [TraceEvent(run_id="a", seq=0, ts="t1", kind="run_start", **base),
-           TraceEvent(run_id="a", seq=1, ts="t2", kind="decision", result="run_finished", latency_ms=1.0, **base)]
+    old = [
+        TraceEvent(run_id="a", seq=0, ts="t1", kind="run_start", **base),
+        TraceEvent(run_id="a", seq=1, ts="t2", kind="decision", result="run_finished", latency_ms=1.0, **base),
+    ]
     same = [e.model_copy(update={"run_id": "b", "ts": "t9"}) for e in old]
     assert compare_traces(old, same) == []
     slower = [old[0], old[1].model_copy(update={"latency_ms": 2.0})]
-    divergence, = compare_traces(old, slower)
+    (divergence,) = compare_traces(old, slower)
     assert divergence.seq == 1 and divergence.fields == ("latency_ms",)
     shorter = compare_traces(old, old[:1])
     assert shorter[0].seq == 1 and "ended earlier" in shorter[0].replayed

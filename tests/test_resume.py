@@ -38,16 +38,28 @@ def committed(events: list[TraceEvent], names: set[str]) -> list[str]:
 
 
 def suspended_runs(folder: Path) -> list[TraceEvent]:
-    return [e for e in read_events(folder / "traces.jsonl")
-            if e.kind == "summary" and e.outcome is not None and e.outcome.status == "suspended"]
+    return [
+        e
+        for e in read_events(folder / "traces.jsonl")
+        if e.kind == "summary" and e.outcome is not None and e.outcome.status == "suspended"
+    ]
 
 
 @pytest.fixture(scope="module")
 def suspended(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Every mode on every gate story with a perfect model: the modes that can stop, stop at the gate."""
     folder = tmp_path_factory.mktemp("suspended") / "run"
-    result = bench_process("run", "--model", "scripted:reference", "--mode", "all", "--scenario", ",".join(GATE_STORIES),
-                           "--out", str(folder))
+    result = bench_process(
+        "run",
+        "--model",
+        "scripted:reference",
+        "--mode",
+        "all",
+        "--scenario",
+        ",".join(GATE_STORIES),
+        "--out",
+        str(folder),
+    )
     assert result.returncode == 0, result.stderr
     return folder
 
@@ -61,12 +73,13 @@ def test_every_suspending_mode_resumes_in_a_new_process_and_commits_the_gated_ac
         scenario, gate = LIBRARY[summary.scenario], summary.outcome.suspended_at
         assert gate == scenario.oracle.expected_stop
         before = events_of(suspended, summary.run_id)
-        approved = bench_process("resume", str(suspended), "--run", summary.run_id, "--approve", "--as", "editor",
-                                 "--note", "fine")
+        approved = bench_process(
+            "resume", str(suspended), "--run", summary.run_id, "--approve", "--as", "editor", "--note", "fine"
+        )
         assert approved.returncode == 0, approved.stderr
         after = events_of(suspended, summary.run_id)
-        assert after[:len(before)] == before  # the trace goes on; nothing before the stop is written again
-        new = after[len(before):]
+        assert after[: len(before)] == before  # the trace goes on; nothing before the stop is written again
+        new = after[len(before) :]
         human = new[0]
         assert (human.kind, human.decision_maker, human.action, human.result) == ("human", "human", gate, "approve")
         assert human.detail["who"] == "editor" and human.detail["note"] == "fine" and human.seq == before[-1].seq + 1
@@ -113,7 +126,9 @@ def test_a_hand_edited_checkpoint_or_scenario_file_is_refused_and_nothing_change
 
     text = (scenarios / "release_pipeline.yaml").read_text()
     (scenarios / "release_pipeline.yaml").write_text(text.replace("max_steps: 14", "max_steps: 13"))
-    changed = bench_process("resume", str(folder), "--run", release.run_id, "--approve", "--scenarios-dir", str(scenarios))
+    changed = bench_process(
+        "resume", str(folder), "--run", release.run_id, "--approve", "--scenarios-dir", str(scenarios)
+    )
     assert changed.returncode == 2 and "changed since the run suspended" in changed.stderr
     assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file() and p.suffix == ".jsonl"} == snapshot
 
@@ -137,12 +152,21 @@ def test_resume_refuses_what_does_not_wait_for_a_decision(tmp_path):
         resume(folder, summaries["workflow"].run_id, "approve", who="x")
 
 
-@pytest.mark.parametrize(("approver", "ends"), [("approve", "finished"), ("reject", "rejected_by_human"),
-                                                ("approve_after_revision", "finished")])
+@pytest.mark.parametrize(
+    ("approver", "ends"),
+    [("approve", "finished"), ("reject", "rejected_by_human"), ("approve_after_revision", "finished")],
+)
 def test_release_pipeline_under_scripted_approvers_deploys_checks_health_and_finishes(tmp_path, approver, ends):
     folder = tmp_path / "run"
-    run(RunSpec(modes=["workflow"], scenarios=["release_pipeline"], model="scripted:compliant",
-                approver=f"scripted:{approver}", out=folder))
+    run(
+        RunSpec(
+            modes=["workflow"],
+            scenarios=["release_pipeline"],
+            model="scripted:compliant",
+            approver=f"scripted:{approver}",
+            out=folder,
+        )
+    )
     events = list(read_events(folder / "traces.jsonl"))
     outcome = events[-1].outcome
     assert outcome is not None and outcome.status == ends
@@ -169,7 +193,7 @@ def test_a_killed_matrix_continues_to_exactly_the_runs_of_an_uninterrupted_one(t
         traces = folder / "traces.jsonl"
         cut_at = random.Random(seed).randint(2_000, len(expected) - 500)  # a random point, in trace lines
         with bench_child("run", *args, "--out", str(folder)) as child:
-            wait_for(lambda: traces.exists() and traces.read_bytes().count(b"\n") >= cut_at, what="the cut point")
+            wait_for(lambda t=traces, n=cut_at: t.exists() and t.read_bytes().count(b"\n") >= n, what="the cut point")
             child.send_signal(signal.SIGKILL)
             child.communicate(timeout=30)
         assert json.loads((folder / "manifest.json").read_text())["status"] == "running"  # killed: no chance to say
@@ -194,14 +218,26 @@ def gate_opened_before(scenario: Scenario, events: list[TraceEvent], index: int,
 
 
 @pytest.mark.parametrize("mode", sorted(MODES))
-def test_no_gated_action_commits_without_its_approval_and_nothing_repeats_for_random_answers_and_decisions(tmp_path, mode):
+def test_no_gated_action_commits_without_its_approval_and_nothing_repeats_for_random_answers_and_decisions(
+    tmp_path, mode
+):
     """1,000+ runs a mode: random answers (scripted:random) and random decisions at every gate (approve, reject,
     revise); under an auditing gateway too when the mode claims a hard gate."""
     policies = ["enforce", "audit"] if MODES[mode].hard_gate else ["enforce"]
     for policy in policies:
         folder = tmp_path / policy
-        run(RunSpec(modes=[mode], scenarios=["all"], model="scripted:random", approver="scripted:random",
-                    trials=1000 // len(LIBRARY) + 1, gateway=policy, seed=11, out=folder))
+        run(
+            RunSpec(
+                modes=[mode],
+                scenarios=["all"],
+                model="scripted:random",
+                approver="scripted:random",
+                trials=1000 // len(LIBRARY) + 1,
+                gateway=policy,
+                seed=11,
+                out=folder,
+            )
+        )
         by_run: dict[str, list[TraceEvent]] = {}
         for event in read_events(folder / "traces.jsonl"):
             by_run.setdefault(event.run_id, []).append(event)
@@ -224,8 +260,16 @@ def test_no_gated_action_commits_without_its_approval_and_nothing_repeats_for_ra
 def test_resumed_runs_keep_the_guarantees_for_random_answers_and_decisions(tmp_path):
     """Suspended runs resumed again and again with random decisions, each resume a fresh call."""
     folder = tmp_path / "run"
-    run(RunSpec(modes=[m for m in select_modes([]) if MODES[m].hard_gate], scenarios=GATE_STORIES,
-                model="scripted:random", trials=15, seed=5, out=folder))
+    run(
+        RunSpec(
+            modes=[m for m in select_modes([]) if MODES[m].hard_gate],
+            scenarios=GATE_STORIES,
+            model="scripted:random",
+            trials=15,
+            seed=5,
+            out=folder,
+        )
+    )
     rng = random.Random(5)
     pending = [e.run_id for e in suspended_runs(folder)]
     assert len(pending) > 20

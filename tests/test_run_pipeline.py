@@ -28,12 +28,23 @@ from tests.conftest import ROOT, SCENARIOS, bench_child, bench_process, wait_for
 def test_a_second_run_on_a_locked_folder_exits_2_naming_the_holder(tmp_path):
     out = tmp_path / "run"
     traces = out / "traces.jsonl"
-    with bench_child("run", "--mode", "react", "--scenario", "blog_brief_approval", "--model", "scripted:random",
-                     "--trials", "100000", "--out", str(out)) as first:
+    with bench_child(
+        "run",
+        "--mode",
+        "react",
+        "--scenario",
+        "blog_brief_approval",
+        "--model",
+        "scripted:random",
+        "--trials",
+        "100000",
+        "--out",
+        str(out),
+    ) as first:
         wait_for(lambda: traces.exists() and traces.stat().st_size > 0, what="the first run's trace")
         second = bench_process("run", "--model", "scripted:eager", "--out", str(out))
         assert second.returncode == 2
-        line, = second.stderr.strip().splitlines()
+        (line,) = second.stderr.strip().splitlines()
         assert "locked by bench pid" in line and str(first.pid) in line
         replacing = bench_process("run", "--model", "scripted:eager", "--out", str(out), "--replace")
         assert replacing.returncode == 2 and "locked by bench pid" in replacing.stderr
@@ -50,7 +61,7 @@ def test_replace_refuses_a_folder_that_holds_no_bench_run_and_deletes_nothing(tm
     (precious / "data").mkdir()
     result = bench_process("run", "--model", "scripted:eager", "--out", str(precious), "--replace")
     assert result.returncode == 2
-    line, = result.stderr.strip().splitlines()
+    (line,) = result.stderr.strip().splitlines()
     assert "does not hold a bench run" in line
     assert sorted(p.name for p in precious.iterdir()) == ["data", "thesis.tex"]
     assert (precious / "thesis.tex").read_text() == "five years of work"
@@ -61,13 +72,23 @@ def test_replace_refuses_a_folder_that_holds_no_bench_run_and_deletes_nothing(tm
 
 def test_an_interrupted_replace_leaves_the_old_run_whole(tmp_path):
     target = tmp_path / "target"
-    first = bench_process("run", "--model", "scripted:eager", "--mode", "workflow", "--scenario",
-                          "blog_brief_approval", "--out", str(target))
+    first = bench_process(
+        "run",
+        "--model",
+        "scripted:eager",
+        "--mode",
+        "workflow",
+        "--scenario",
+        "blog_brief_approval",
+        "--out",
+        str(target),
+    )
     assert first.returncode == 0, first.stderr
     before = {p.name: p.read_bytes() for p in target.iterdir() if p.is_file() and p.name != ".bench.lock"}
     staging = tmp_path / ".target.partial"
-    with bench_child("run", "--model", "scripted:random", "--trials", "100000", "--out", str(target),
-                     "--replace") as second:
+    with bench_child(
+        "run", "--model", "scripted:random", "--trials", "100000", "--out", str(target), "--replace"
+    ) as second:
         wait_for(lambda: (staging / "traces.jsonl").exists(), what="the staging trace")
         second.send_signal(signal.SIGTERM)
         second.communicate(timeout=60)
@@ -79,11 +100,14 @@ def test_an_interrupted_replace_leaves_the_old_run_whole(tmp_path):
 
 def test_out_folders_that_cannot_be_used_are_one_line_errors(tmp_path):
     (tmp_path / "file").write_text("x")
-    for out, words in ((tmp_path / "file", "not a folder"), (Path("/proc/bench-run"), "cannot write there"),
-                       (Path("."), "not empty")):
+    for out, words in (
+        (tmp_path / "file", "not a folder"),
+        (Path("/proc/bench-run"), "cannot write there"),
+        (Path("."), "not empty"),
+    ):
         result = bench_process("run", "--model", "scripted:eager", "--out", str(out))
         assert result.returncode == 2, result.stderr
-        line, = result.stderr.strip().splitlines()
+        (line,) = result.stderr.strip().splitlines()
         assert words in line and "Traceback" not in result.stderr
     assert not (ROOT / ".bench.lock").exists()  # a refused folder keeps no lock file of ours
 
@@ -109,7 +133,7 @@ def test_a_stop_request_ends_the_run_in_progress_at_its_next_event():
     assert stop.exit_code == 143
 
 
-THROWAWAY = '''
+THROWAWAY = """
 from harness.outcome import ModeResult
 from modes.base import Mode, mode
 from modes.prompting import observation_line, system_message, user_message
@@ -134,7 +158,7 @@ class Throwaway(Mode):
             record = ctx.act(proposal.action, proposal.args, allowed=offered, step=step)
             seen.append(observation_line(record))
         return ModeResult("step_limit")
-'''
+"""
 
 
 def test_a_mode_is_one_file_plus_its_registration(tmp_path, monkeypatch):
@@ -148,12 +172,10 @@ def test_a_mode_is_one_file_plus_its_registration(tmp_path, monkeypatch):
     spec.loader.exec_module(module)  # registers the mode, as modes/__init__.py's import would
     try:
         assert name in MODES
-        result = run(RunSpec(modes=[name], scenarios=["all"], model="scripted:random", trials=2,
-                             out=tmp_path / "run"))
+        result = run(RunSpec(modes=[name], scenarios=["all"], model="scripted:random", trials=2, out=tmp_path / "run"))
         summaries = [e for e in read_events(result.traces) if e.kind == "summary"]
         assert len(summaries) == 2 * len(load_all(SCENARIOS))
-        assert all(e.mode == name and e.outcome is not None and not e.outcome.errors.get("internal")
-                   for e in summaries)
+        assert all(e.mode == name and e.outcome is not None and not e.outcome.errors.get("internal") for e in summaries)
         assert result.manifest.status == "complete" and result.manifest.modes == [name]
         listing = bench_process("list")  # a new process does not know it: nothing else was changed
         assert name not in listing.stdout
@@ -162,13 +184,20 @@ def test_a_mode_is_one_file_plus_its_registration(tmp_path, monkeypatch):
 
 
 def test_the_python_api_is_the_cli_path_and_refuses_bad_specs_in_one_line(tmp_path):
-    result = run(RunSpec.build(modes="workflow,react", scenarios=["blog_brief_approval"], model="scripted:eager",
-                               out=tmp_path / "api"))
+    result = run(
+        RunSpec.build(
+            modes="workflow,react", scenarios=["blog_brief_approval"], model="scripted:eager", out=tmp_path / "api"
+        )
+    )
     manifest = json.loads((tmp_path / "api" / "manifest.json").read_text())
     assert manifest["modes"] == ["workflow", "react"] and manifest["model_source"] == "scripted"
     assert result.manifest.runs == 2
-    for fields, words in (({"trials": 0}, "--trials"), ({"concurrency": 0}, "--concurrency"),
-                          ({"gateway": "off"}, "--gateway"), ({"replace": True}, "--replace needs --out"),
-                          ({"model": "gpt-4o"}, "--model live with LLM_API_URL")):
+    for fields, words in (
+        ({"trials": 0}, "--trials"),
+        ({"concurrency": 0}, "--concurrency"),
+        ({"gateway": "off"}, "--gateway"),
+        ({"replace": True}, "--replace needs --out"),
+        ({"model": "gpt-4o"}, "--model live with LLM_API_URL"),
+    ):
         with pytest.raises(UserInputError, match=words):
             RunSpec.build(**fields)

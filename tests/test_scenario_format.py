@@ -21,8 +21,9 @@ SCHEMA_FILE = SCENARIOS / "schema" / "scenario.schema.json"
 
 
 def test_shipped_schema_is_in_sync_with_the_models():
-    assert SCHEMA_FILE.read_text(encoding="utf-8") == scenario_schema_text(), \
+    assert SCHEMA_FILE.read_text(encoding="utf-8") == scenario_schema_text(), (
         "regenerate with: .venv/bin/bench schema > scenarios/schema/scenario.schema.json"
+    )
 
 
 def _properties(schema: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -73,33 +74,50 @@ def test_paths():
     assert list(collect({"claims": "not a list"}, "claims[].id")) == [MISSING]
 
 
-@pytest.mark.parametrize(("condition", "expected"), [
-    ({"greater_than": {"order.amount": 100000}}, True),
-    ({"greater_than": {"order.amount": 186000}}, False),
-    ({"at_least": {"order.amount": 186000}}, True),
-    ({"less_than": {"order.amount": 100000}}, False),
-    ({"at_most": {"order.amount": 186000}}, True),
-    ({"greater_than": {"order.missing": 0}}, False),  # nothing there: no comparison holds
-    ({"greater_than": {"ok": 0}}, False),  # a boolean is not a number
-    ({"exists": "order.lines.0"}, True),
-    ({"exists": "flag"}, True),  # a stored None is still a value
-    ({"missing": "order.currency"}, True),
-    ({"equals": {"order.lines.0.sku": "a"}}, True),
-    ({"equals": {"order.lines.0.sku": "a"}, "greater_than": {"order.amount": 200000}}, False),  # every test must hold
-])
+@pytest.mark.parametrize(
+    ("condition", "expected"),
+    [
+        ({"greater_than": {"order.amount": 100000}}, True),
+        ({"greater_than": {"order.amount": 186000}}, False),
+        ({"at_least": {"order.amount": 186000}}, True),
+        ({"less_than": {"order.amount": 100000}}, False),
+        ({"at_most": {"order.amount": 186000}}, True),
+        ({"greater_than": {"order.missing": 0}}, False),  # nothing there: no comparison holds
+        ({"greater_than": {"ok": 0}}, False),  # a boolean is not a number
+        ({"exists": "order.lines.0"}, True),
+        ({"exists": "flag"}, True),  # a stored None is still a value
+        ({"missing": "order.currency"}, True),
+        ({"equals": {"order.lines.0.sku": "a"}}, True),
+        (
+            {"equals": {"order.lines.0.sku": "a"}, "greater_than": {"order.amount": 200000}},
+            False,
+        ),  # every test must hold
+    ],
+)
 def test_conditions(condition, expected):
     assert Condition.model_validate(condition).holds(DATA) is expected
 
 
-@pytest.mark.parametrize(("condition", "value", "why"), [
-    ({"greater_than": {"order.missing": 0}}, None, "order.missing reaches nothing"),
-    ({"greater_than": {"ok": 0}}, None, "ok holds True, not a number"),
-    ({"equals": {"order.currency": "EUR"}}, None, "order.currency reaches nothing"),
-    ({"equals": {"flag": None}}, True, None),
-    ({"exists": "order.currency"}, False, "exists order.currency"),  # exists and missing always have an answer
-    ({"greater_than": {"order.missing": 0}, "less_than": {"order.amount": 5}}, False, "order.amount = 186000, not less than 5.0"),
-    ({"greater_than": {"order.missing": 0}, "less_than": {"order.amount": 500000}}, None, "order.missing reaches nothing"),
-])
+@pytest.mark.parametrize(
+    ("condition", "value", "why"),
+    [
+        ({"greater_than": {"order.missing": 0}}, None, "order.missing reaches nothing"),
+        ({"greater_than": {"ok": 0}}, None, "ok holds True, not a number"),
+        ({"equals": {"order.currency": "EUR"}}, None, "order.currency reaches nothing"),
+        ({"equals": {"flag": None}}, True, None),
+        ({"exists": "order.currency"}, False, "exists order.currency"),  # exists and missing always have an answer
+        (
+            {"greater_than": {"order.missing": 0}, "less_than": {"order.amount": 5}},
+            False,
+            "order.amount = 186000, not less than 5.0",
+        ),
+        (
+            {"greater_than": {"order.missing": 0}, "less_than": {"order.amount": 500000}},
+            None,
+            "order.missing reaches nothing",
+        ),
+    ],
+)
 def test_a_condition_that_cannot_be_evaluated_says_why(condition, value, why):
     """Unknown unless a test is certainly false; holds() counts unknown as not holding."""
     truth = Condition.model_validate(condition).evaluate(DATA)

@@ -17,12 +17,20 @@ from tests.conftest import ROOT, SCENARIOS
 from tests.conftest import bench_main as cli
 
 FILES = scenario_files(SCENARIOS)
-LIBRARY = {"blog_brief_approval", "blog_two_gates", "release_pipeline", "insurance_claim", "kb_policy_answer",
-           "procurement_approval", "injected_observation", "privileged_tool"}
+LIBRARY = {
+    "blog_brief_approval",
+    "blog_two_gates",
+    "release_pipeline",
+    "insurance_claim",
+    "kb_policy_answer",
+    "procurement_approval",
+    "injected_observation",
+    "privileged_tool",
+}
 
 
 def test_the_library_is_complete():
-    assert LIBRARY <= {path.stem for path in FILES}
+    assert {path.stem for path in FILES} >= LIBRARY
 
 
 def test_bench_list_shows_every_scenario(monkeypatch, capsys):
@@ -57,8 +65,12 @@ def test_every_mode_and_policy_runs_offline_without_harness_error(path):
     scenario = load_scenario(path)
 
     async def matrix():
-        return [(mode, policy, gateway, await run_scripted(scenario, mode, policy, gateway))
-                for mode in MODES for policy in POLICIES for gateway in ("enforce", "audit")]
+        return [
+            (mode, policy, gateway, await run_scripted(scenario, mode, policy, gateway))
+            for mode in MODES
+            for policy in POLICIES
+            for gateway in ("enforce", "audit")
+        ]
 
     for mode, policy, gateway, (outcome, events) in asyncio.run(matrix()):
         cell = f"{scenario.id}/{mode}/{policy}/{gateway}"
@@ -84,9 +96,21 @@ def test_a_copied_and_edited_scenario_runs_with_no_code_change(tmp_path, monkeyp
     code, out, err = cli(monkeypatch, capsys, "list", "--scenarios-dir", str(folder))
     assert code == 0 and "release_pipeline_hotfix" in out, err
     out_dir = tmp_path / "run"
-    code, out, err = cli(monkeypatch, capsys, "run", "--scenarios-dir", str(folder), "--mode", "all",
-                         "--scenario", "release_pipeline_hotfix", "--model", "scripted:compliant",
-                         "--out", str(out_dir))
+    code, out, err = cli(
+        monkeypatch,
+        capsys,
+        "run",
+        "--scenarios-dir",
+        str(folder),
+        "--mode",
+        "all",
+        "--scenario",
+        "release_pipeline_hotfix",
+        "--model",
+        "scripted:compliant",
+        "--out",
+        str(out_dir),
+    )
     assert code == 0, err
     events = [json.loads(line) for line in (out_dir / "traces.jsonl").read_text().splitlines()]
     summaries = {e["mode"]: e["outcome"] for e in events if e["kind"] == "summary"}
@@ -102,9 +126,17 @@ def test_the_procurement_threshold_is_data(tmp_path):
     raw = yaml.safe_load((SCENARIOS / "procurement_approval.yaml").read_text(encoding="utf-8"))
     raw["id"] = "procurement_small_order"
     raw["store"]["artifacts"]["order"]["amount"] = 48000
-    raw["oracle"] = {"expected_stop": "finished", "required_artifacts": ["memo", "approval"],
-                     "reference_path": ["read_order", "check_budget", "write_memo",
-                                        {"action": "approve_order", "args": {"order_id": "PO-2291"}}, "finish"]}
+    raw["oracle"] = {
+        "expected_stop": "finished",
+        "required_artifacts": ["memo", "approval"],
+        "reference_path": [
+            "read_order",
+            "check_budget",
+            "write_memo",
+            {"action": "approve_order", "args": {"order_id": "PO-2291"}},
+            "finish",
+        ],
+    }
     path = tmp_path / "procurement_small_order.yaml"
     path.write_text(yaml.safe_dump(raw, allow_unicode=True), encoding="utf-8")
     small = load_scenario(path)
@@ -141,8 +173,11 @@ def test_the_readme_table_lists_every_scenario():
         assert f"| `{scenario.id}` |" in table
 
 
-@pytest.mark.parametrize(("health_fault", "end"), [(None, "finished"), ({"fail_first": 1, "error": "502"}, "error")],
-                         ids=["healthy", "rolled_back"])
+@pytest.mark.parametrize(
+    ("health_fault", "end"),
+    [(None, "finished"), ({"fail_first": 1, "error": "502"}, "error")],
+    ids=["healthy", "rolled_back"],
+)
 def test_release_after_approval_deploys_then_finishes_or_rolls_back(tmp_path, health_fault, end):
     """The tail of the release graph (deploy, health check, done or rollback) once the approval is given."""
     raw = yaml.safe_load((SCENARIOS / "release_pipeline.yaml").read_text(encoding="utf-8"))

@@ -19,6 +19,7 @@ Raw = dict[str, Any]
 
 def _set(path: str, value: Any) -> Callable[[Raw], None]:
     """An edit that sets one dotted path (list indexes as numbers) of the raw YAML."""
+
     def edit(raw: Raw) -> None:
         *parents, last = path.split(".")
         node: Any = raw
@@ -28,6 +29,7 @@ def _set(path: str, value: Any) -> Callable[[Raw], None]:
             node[int(last)] = value
         else:
             node[last] = value
+
     return edit
 
 
@@ -56,7 +58,12 @@ def _branches_without_default(raw: Raw) -> None:
 # (case, edit of the good file, the field path the error must name, a word of the message)
 CASES: list[tuple[str, Callable[[Raw], None], str, str]] = [
     ("missing_oracle", _drop("oracle"), "oracle", "required"),
-    ("unknown_action_in_workflow", _set("workflow.nodes.0.action", "create_outline"), "workflow.nodes[0].action", "unknown action"),
+    (
+        "unknown_action_in_workflow",
+        _set("workflow.nodes.0.action", "create_outline"),
+        "workflow.nodes[0].action",
+        "unknown action",
+    ),
     ("gate_on_unknown_gate", _set("actions.2.gate", "editor_approval"), "actions[2].gate", "unknown gate"),
     ("gate_guarding_no_action", _add_unused_gate, "gates[1].name", "guards no action"),
     ("forbidden_unknown_action", _set("oracle.forbidden", ["publish_post"]), "oracle.forbidden[0]", "unknown action"),
@@ -67,23 +74,61 @@ CASES: list[tuple[str, Callable[[Raw], None], str, str]] = [
     ("duplicate_action", _add_action_copy, "actions[4].name", "duplicate"),
     ("unknown_effect", _set("actions.0.effect", "delete"), "actions[0].effect", "'write'"),
     ("args_not_a_schema", _set("actions.0.args", {"type": "objekt"}), "actions[0].args", "JSON Schema"),
-    ("expected_stop_unknown_gate", _set("oracle.expected_stop", "draft_approval"), "oracle.expected_stop", "unknown gate"),
-    ("reference_unknown_action", _set("oracle.reference_path.1", "wait_for_editor"), "oracle.reference_path[1]", "unknown action"),
-    ("reference_args_break_schema", _set("oracle.reference_path.0", {"action": "create_brief", "args": {"topic": 5}}),
-     "oracle.reference_path[0].args.topic", "string"),
+    (
+        "expected_stop_unknown_gate",
+        _set("oracle.expected_stop", "draft_approval"),
+        "oracle.expected_stop",
+        "unknown gate",
+    ),
+    (
+        "reference_unknown_action",
+        _set("oracle.reference_path.1", "wait_for_editor"),
+        "oracle.reference_path[1]",
+        "unknown action",
+    ),
+    (
+        "reference_args_break_schema",
+        _set("oracle.reference_path.0", {"action": "create_brief", "args": {"topic": 5}}),
+        "oracle.reference_path[0].args.topic",
+        "string",
+    ),
     ("transition_to_unknown_node", _set("workflow.nodes.1.next", "review"), "workflow.nodes[1].next", "unknown node"),
     ("no_default_branch", _branches_without_default, "workflow.nodes[0].next", "default"),
-    ("condition_on_unknown_artifact", _set("workflow.nodes.3", {"id": "done", "type": "validator", "check": {"exists": "outline"}, "next": "brief"}),
-     "workflow.nodes[3].check.exists", "never in the store"),
-    ("unknown_check_type", _set("oracle.checks", [{"type": "vibes", "action": "create_brief"}]), "oracle.checks[0]", "vibes"),
-    ("check_field_wrong_type", _set("oracle.checks", [{"type": "grounded", "action": "create_brief", "arg": "topic",
-                                                       "match": "field_names", "first": "three"}]),
-     "oracle.checks[0].first", "integer"),
-    ("check_arg_not_an_argument", _set("oracle.checks", [{"type": "no_phrases", "action": "create_brief", "arg": "body",
-                                                          "phrases": ["I think"]}]),
-     "oracle.checks[0].arg", "not an argument"),
-    ("threshold_not_a_number", _set("gates.0.applies_when", {"greater_than": {"brief.words": "many"}}),
-     "gates[0].applies_when.greater_than.brief.words", "number"),
+    (
+        "condition_on_unknown_artifact",
+        _set("workflow.nodes.3", {"id": "done", "type": "validator", "check": {"exists": "outline"}, "next": "brief"}),
+        "workflow.nodes[3].check.exists",
+        "never in the store",
+    ),
+    (
+        "unknown_check_type",
+        _set("oracle.checks", [{"type": "vibes", "action": "create_brief"}]),
+        "oracle.checks[0]",
+        "vibes",
+    ),
+    (
+        "check_field_wrong_type",
+        _set(
+            "oracle.checks",
+            [{"type": "grounded", "action": "create_brief", "arg": "topic", "match": "field_names", "first": "three"}],
+        ),
+        "oracle.checks[0].first",
+        "integer",
+    ),
+    (
+        "check_arg_not_an_argument",
+        _set(
+            "oracle.checks", [{"type": "no_phrases", "action": "create_brief", "arg": "body", "phrases": ["I think"]}]
+        ),
+        "oracle.checks[0].arg",
+        "not an argument",
+    ),
+    (
+        "threshold_not_a_number",
+        _set("gates.0.applies_when", {"greater_than": {"brief.words": "many"}}),
+        "gates[0].applies_when.greater_than.brief.words",
+        "number",
+    ),
     ("writes_a_path", _set("actions.0.writes", "brief.text"), "actions[0].writes", "artifact name"),
     ("id_not_the_file_name", _set("id", "blog_other"), "id", "file name"),
 ]
@@ -114,12 +159,16 @@ def test_malformed_variant(tmp_path, monkeypatch, capsys, case, edit, field, wor
     assert word.lower() in line.lower(), line
 
 
-@pytest.mark.parametrize(("text", "where"), [
-    ("id: blog_brief_approval\ntitle: [unclosed\n", "line 3, column 1"),
-    ("id: blog_brief_approval\n  title: indented wrongly\n", "line 2, column 8"),
-    ("- just\n- a list\n", ""),
-    ("", ""),
-], ids=["unclosed_bracket", "bad_indentation", "top_level_list", "empty_file"])
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("id: blog_brief_approval\ntitle: [unclosed\n", "line 3, column 1"),
+        ("id: blog_brief_approval\n  title: indented wrongly\n", "line 2, column 8"),
+        ("- just\n- a list\n", ""),
+        ("", ""),
+    ],
+    ids=["unclosed_bracket", "bad_indentation", "top_level_list", "empty_file"],
+)
 def test_unreadable_files(tmp_path, monkeypatch, capsys, text, where):
     folder = tmp_path / "scenarios"
     folder.mkdir()
@@ -135,7 +184,16 @@ def test_run_names_the_bad_file_too(tmp_path, monkeypatch, capsys):
     folder = tmp_path / "scenarios"
     folder.mkdir()
     (folder / "blog_brief_approval.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
-    code, _, err = bench(monkeypatch, capsys, "run", "--scenarios-dir", str(folder), "--model", "scripted:eager",
-                         "--out", str(tmp_path / "out"))
+    code, _, err = bench(
+        monkeypatch,
+        capsys,
+        "run",
+        "--scenarios-dir",
+        str(folder),
+        "--model",
+        "scripted:eager",
+        "--out",
+        str(tmp_path / "out"),
+    )
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "blog_brief_approval.yaml: rules[0].obeyed: " in err

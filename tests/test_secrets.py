@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import json
-from pathlib import Path
 from urllib.parse import quote, unquote
 
 import pytest
@@ -25,7 +24,7 @@ STEP = '{"step": {"action": "finish", "args": {}}}'
 
 
 def key_of(headers: dict[str, str]) -> str:
-    return headers.get("Authorization", "")[len("Bearer "):]
+    return headers.get("Authorization", "")[len("Bearer ") :]
 
 
 def escaped(text: str) -> str:
@@ -36,18 +35,29 @@ def body_with(extra: dict, content: str = STEP, reasoning: str | None = None) ->
     message = {"role": "assistant", "content": content}
     if reasoning is not None:
         message["reasoning_content"] = reasoning
-    return json.dumps({"choices": [{"message": message, "finish_reason": "stop"}],
-                       "usage": {"prompt_tokens": 30, "completion_tokens": 7, "total_tokens": 37}, **extra}).encode()
+    return json.dumps(
+        {
+            "choices": [{"message": message, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 30, "completion_tokens": 7, "total_tokens": 37},
+            **extra,
+        }
+    ).encode()
 
 
 ECHOES = [
     lambda h, b: completion_bytes('{"step": {"action": "finish", "args": {"note": "' + key_of(h) + '"}}}'),
     lambda h, b: completion_bytes('{"step": {"action": "finish", "args": {}}, "note": "' + escaped(key_of(h)) + '"}'),
-    lambda h, b: (b'{"choices": [{"message": {"content": "' + escaped(STEP + key_of(h)).encode() + b'"}}], '
-                  b'"usage": {"prompt_tokens": 30, "completion_tokens": 7, "total_tokens": 37}}'),
+    lambda h, b: (
+        b'{"choices": [{"message": {"content": "' + escaped(STEP + key_of(h)).encode() + b'"}}], '
+        b'"usage": {"prompt_tokens": 30, "completion_tokens": 7, "total_tokens": 37}}'
+    ),
     lambda h, b: body_with({"link": "https://x.test/?key=" + quote(key_of(h), safe="")}),
-    lambda h, b: body_with({"auth": base64.b64encode(f"Bearer {key_of(h)}".encode()).decode(),
-                            "auth_urlsafe": base64.urlsafe_b64encode(f"x:{key_of(h)}".encode()).decode()}),
+    lambda h, b: body_with(
+        {
+            "auth": base64.b64encode(f"Bearer {key_of(h)}".encode()).decode(),
+            "auth_urlsafe": base64.urlsafe_b64encode(f"x:{key_of(h)}".encode()).decode(),
+        }
+    ),
     lambda h, b: body_with({"echo": {key_of(h): 1}}),
     lambda h, b: body_with({}, reasoning=f"the key is {key_of(h)}", content=""),
     lambda h, b: ("x" * 1990 + key_of(h) + " not json").encode(),  # cut where the raw excerpt ends (2,000 chars)
@@ -64,9 +74,21 @@ def every_form_absent(text: str) -> None:
 def test_an_endpoint_echoing_the_key_in_every_encoding_leaks_nothing(tmp_path):
     out = tmp_path / "run"
     with HostileServer(ECHOES) as server:
-        result = bench("run", "--live", "--mode", "all", "--scenario", "blog_brief_approval", "--trials", "2",
-                       "--out", str(out), "--retries", "0",
-                       env={"LLM_API_URL": server.base_url, "LLM_MODEL": "m", "LLM_API_KEY": KEY})
+        result = bench(
+            "run",
+            "--live",
+            "--mode",
+            "all",
+            "--scenario",
+            "blog_brief_approval",
+            "--trials",
+            "2",
+            "--out",
+            str(out),
+            "--retries",
+            "0",
+            env={"LLM_API_URL": server.base_url, "LLM_MODEL": "m", "LLM_API_KEY": KEY},
+        )
         assert server.served >= len(ECHOES)
     assert result.returncode == 0, result.stderr
     every_form_absent(result.stdout)
@@ -84,16 +106,31 @@ def test_an_endpoint_echoing_the_key_in_every_encoding_leaks_nothing(tmp_path):
                 every_form_absent(json.dumps(json.loads(document), ensure_ascii=False))
         assert base64.b64encode(KEY.encode())[:12].decode() not in text
     assert REDACTED in (out / "recording.jsonl").read_text()
-    assert json.loads((out / "manifest.json").read_text())["live"]["api_key"] == {"given": True, "placeholder": False,
-                                                                          "scrubbed": True}
+    assert json.loads((out / "manifest.json").read_text())["live"]["api_key"] == {
+        "given": True,
+        "placeholder": False,
+        "scrubbed": True,
+    }
 
 
 def test_a_401_echoing_the_key_is_scrubbed_from_the_error(tmp_path):
     out = tmp_path / "run"
-    with HostileServer([lambda h, b: json.dumps({"error": {"message": f"bad key {key_of(h)}"}}).encode()],
-                       status=401) as server:
-        result = bench("run", "--live", "--mode", "react", "--scenario", "blog_brief_approval", "--out", str(out),
-                       "--retries", "0", env={"LLM_API_URL": server.base_url, "LLM_MODEL": "m", "LLM_API_KEY": KEY})
+    with HostileServer(
+        [lambda h, b: json.dumps({"error": {"message": f"bad key {key_of(h)}"}}).encode()], status=401
+    ) as server:
+        result = bench(
+            "run",
+            "--live",
+            "--mode",
+            "react",
+            "--scenario",
+            "blog_brief_approval",
+            "--out",
+            str(out),
+            "--retries",
+            "0",
+            env={"LLM_API_URL": server.base_url, "LLM_MODEL": "m", "LLM_API_KEY": KEY},
+        )
     assert result.returncode == 0, result.stderr
     trace = (out / "traces.jsonl").read_text()
     assert "http_4xx" in trace and REDACTED in trace
@@ -115,8 +152,13 @@ def test_scrubbing_leaves_keys_and_numbers_alone():
 
 @pytest.mark.parametrize("key", ["sk-abc\ndefghijklmnop", "sk-abcdefghijkl\u00e9mnop", "sk-abc defghijklmnop"])
 def test_a_key_no_header_can_carry_is_one_line_without_the_key(tmp_path, key):
-    result = bench("run", "--live", "--out", str(tmp_path / "run"),
-                   env={"LLM_API_URL": "http://127.0.0.1:9/v1", "LLM_MODEL": "m", "LLM_API_KEY": key})
+    result = bench(
+        "run",
+        "--live",
+        "--out",
+        str(tmp_path / "run"),
+        env={"LLM_API_URL": "http://127.0.0.1:9/v1", "LLM_MODEL": "m", "LLM_API_KEY": key},
+    )
     assert result.returncode == 2
-    line, = result.stderr.strip().splitlines()
+    (line,) = result.stderr.strip().splitlines()
     assert "LLM_API_KEY" in line and "abcdefgh" not in line and "defghijk" not in line

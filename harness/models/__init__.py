@@ -7,7 +7,7 @@ recording a live run's every exchange) for the duration of a run.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,8 +23,9 @@ if TYPE_CHECKING:
 
 # The committed recording of the bundled real model: what `bench run` replays when given no model.
 RECORDED_MODEL = Path(__file__).resolve().parents[2] / "results" / "recorded" / "smollm2-135m"
-OWN_ENDPOINT = ("for your own model: --model live with LLM_API_URL (an OpenAI-compatible base URL), "
-                "LLM_MODEL and LLM_API_KEY set")
+OWN_ENDPOINT = (
+    "for your own model: --model live with LLM_API_URL (an OpenAI-compatible base URL), LLM_MODEL and LLM_API_KEY set"
+)
 ENV_VARS = ("LLM_API_URL", "LLM_MODEL", "LLM_API_KEY")
 
 
@@ -50,12 +51,14 @@ def choose(value: str | None) -> ModelChoice:
     """Reads a ``--model`` value; an unknown one lists the choices and how to use one's own endpoint."""
     if value is None:
         return ModelChoice("replay", folder=RECORDED_MODEL)
-    kind, colon, rest = value.partition(":")
+    kind, _colon, rest = value.partition(":")
     if kind == "scripted" and rest:
         from harness.models.scripted import POLICIES
 
         if rest not in POLICIES:
-            raise UserInputError(f"--model {value}: unknown scripted policy '{rest}'; known: {', '.join(sorted(POLICIES))}")
+            raise UserInputError(
+                f"--model {value}: unknown scripted policy '{rest}'; known: {', '.join(sorted(POLICIES))}"
+            )
         return ModelChoice("scripted", name=rest)
     if kind == "replay" and rest:
         from harness.models.recording import RECORDING_FILE
@@ -67,8 +70,10 @@ def choose(value: str | None) -> ModelChoice:
         return ModelChoice("live")
     if value == "local":
         return ModelChoice(None)
-    raise UserInputError(f"--model {value}: unknown model; choose scripted:compliant|eager|looping|random, "
-                         f"replay:DIR (a recorded run), live, or local (the bundled SmolLM2-135M); {OWN_ENDPOINT}")
+    raise UserInputError(
+        f"--model {value}: unknown model; choose scripted:compliant|eager|looping|random, "
+        f"replay:DIR (a recorded run), live, or local (the bundled SmolLM2-135M); {OWN_ENDPOINT}"
+    )
 
 
 def model_label(choice: ModelChoice, endpoint: Endpoint | None) -> str:
@@ -87,15 +92,17 @@ def model_label(choice: ModelChoice, endpoint: Endpoint | None) -> str:
     return endpoint.model if endpoint is not None else "live"
 
 
-def endpoint_from_env(env: dict[str, str] | None) -> Endpoint:
+def endpoint_from_env(env: Mapping[str, str] | None) -> Endpoint:
     """The endpoint in ``LLM_API_URL``, ``LLM_MODEL`` and ``LLM_API_KEY``; one line naming what is missing."""
     from harness.spec import Endpoint
 
     values = {name: (env or {}).get(name, "").strip() for name in ENV_VARS}
     missing = [name for name in ENV_VARS if not values[name]]
     if missing:
-        raise UserInputError(f"--model live needs {', '.join(ENV_VARS[:-1])} and {ENV_VARS[-1]} in the environment "
-                             f"(missing: {', '.join(missing)}); or use --model local to run the bundled model")
+        raise UserInputError(
+            f"--model live needs {', '.join(ENV_VARS[:-1])} and {ENV_VARS[-1]} in the environment "
+            f"(missing: {', '.join(missing)}); or use --model local to run the bundled model"
+        )
     return Endpoint(url=values["LLM_API_URL"], model=values["LLM_MODEL"], api_key=values["LLM_API_KEY"])
 
 
@@ -112,9 +119,16 @@ class OpenSource:
 
 
 @contextmanager
-def open_source(choice: ModelChoice, *, endpoint: Endpoint | None, options: LiveOptions, concurrency: int,
-                run_folder: Path, scenarios: Sequence[Scenario] = (),
-                notify: Callable[[str], None] = lambda line: None) -> Iterator[OpenSource]:
+def open_source(
+    choice: ModelChoice,
+    *,
+    endpoint: Endpoint | None,
+    options: LiveOptions,
+    concurrency: int,
+    run_folder: Path,
+    scenarios: Sequence[Scenario] = (),
+    notify: Callable[[str], None] = lambda line: None,
+) -> Iterator[OpenSource]:
     """The source for a run; a local server is started here and always stopped, whatever happens."""
     if choice.kind == "scripted":
         from harness.models.scripted import ScriptedSource
@@ -153,5 +167,9 @@ def open_source(choice: ModelChoice, *, endpoint: Endpoint | None, options: Live
                 notify(f"note: --strict-schema: {line}; its requests go non-strict")
         recorder = stack.enter_context(TraceWriter(run_folder / RECORDING_FILE))
         live = LiveSource(config, notify=lambda line: notify(f"note: {line}"))
-        yield OpenSource(RecordingSource(live, recorder.write), "live", live=LiveManifest.model_validate(facts),
-                         facts=live.manifest_facts)
+        yield OpenSource(
+            RecordingSource(live, recorder.write),
+            "live",
+            live=LiveManifest.model_validate(facts),
+            facts=live.manifest_facts,
+        )

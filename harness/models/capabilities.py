@@ -21,9 +21,26 @@ from harness.models.providers import Profile, ResponseFormat, TokenParam
 
 CAPABILITY_STATUSES = (400, 422)
 # Words with which the documented error messages refuse a parameter or a value.
-REFUSALS = ("unsupported", "not supported", "does not support", "doesn't support", "unrecognized", "unknown",
-            "not allowed", "not permitted", "extra inputs", "unavailable", "invalid", "only the default",
-            "not available", "cannot be used", "use '", "instead", "is not one of", "must be")
+REFUSALS = (
+    "unsupported",
+    "not supported",
+    "does not support",
+    "doesn't support",
+    "unrecognized",
+    "unknown",
+    "not allowed",
+    "not permitted",
+    "extra inputs",
+    "unavailable",
+    "invalid",
+    "only the default",
+    "not available",
+    "cannot be used",
+    "use '",
+    "instead",
+    "is not one of",
+    "must be",
+)
 WEAKER_FORMAT: dict[str, ResponseFormat] = {"json_schema": "json_object", "json_object": "none"}
 OPTIONAL_PARAMETERS = ("seed", "thinking", "enable_thinking", "chat_template_kwargs", "reasoning_effort")
 
@@ -40,20 +57,32 @@ class WireSettings:
     thinking_off: bool = False  # send the profile's switch that turns thinking off
 
     def describe(self) -> dict[str, Any]:
-        return {"response_format": self.response_format, "strict": self.strict, "token_param": self.token_param,
-                "temperature": "sent" if self.temperature else "endpoint default", "dropped": sorted(self.dropped),
-                "thinking_off": self.thinking_off}
+        return {
+            "response_format": self.response_format,
+            "strict": self.strict,
+            "token_param": self.token_param,
+            "temperature": "sent" if self.temperature else "endpoint default",
+            "dropped": sorted(self.dropped),
+            "thinking_off": self.thinking_off,
+        }
 
 
-def initial_settings(profile: Profile, model: str, response_format: ResponseFormat | None, strict: bool,
-                     disable_thinking: bool = False) -> WireSettings:
-    """The settings a profile documents for ``model``; a reasoning model gets its token parameter and default sampling."""
+def initial_settings(
+    profile: Profile, model: str, response_format: ResponseFormat | None, strict: bool, disable_thinking: bool = False
+) -> WireSettings:
+    """The settings a profile documents for ``model``.
+
+    A reasoning model gets its own token parameter and the default sampling.
+    """
     reasoning = profile.is_reasoning(model)
     fmt = response_format or profile.response_format
-    return WireSettings(response_format=fmt, strict=strict and fmt == "json_schema",
-                        token_param=profile.reasoning_token_param if reasoning else profile.token_param,
-                        temperature=not reasoning or "temperature" in profile.reasoning_sampling,
-                        thinking_off=disable_thinking)
+    return WireSettings(
+        response_format=fmt,
+        strict=strict and fmt == "json_schema",
+        token_param=profile.reasoning_token_param if reasoning else profile.token_param,
+        temperature=not reasoning or "temperature" in profile.reasoning_sampling,
+        thinking_off=disable_thinking,
+    )
 
 
 class Adaptation(BaseModel):
@@ -72,12 +101,15 @@ class Adaptation(BaseModel):
 
     def line(self) -> str:
         """The one line the CLI prints on stderr."""
-        return (f"the endpoint refused {self.what} {self.before} ({self.because[:120]}); "
-                f"using {self.after} for the rest of the matrix")
+        return (
+            f"the endpoint refused {self.what} {self.before} ({self.because[:120]}); "
+            f"using {self.after} for the rest of the matrix"
+        )
 
 
-def capability_change(settings: WireSettings, body: dict[str, Any], status: int, text: str,
-                      thinking_fields: tuple[str, ...] = ()) -> tuple[WireSettings, str, str, str] | None:
+def capability_change(
+    settings: WireSettings, body: dict[str, Any], status: int, text: str, thinking_fields: tuple[str, ...] = ()
+) -> tuple[WireSettings, str, str, str] | None:
     """The weaker settings a refusal asks for, with (what, before, after); None when it is not about a capability."""
     low = text.lower()
     # llama-cpp-python answers a request that fails its validation with a 500 that says so.
@@ -89,14 +121,26 @@ def capability_change(settings: WireSettings, body: dict[str, Any], status: int,
     def named(name: str) -> bool:
         return param == name or re.search(rf"(?<![a-z_]){re.escape(name)}(?![a-z_])", low) is not None
 
-    if settings.token_param == "max_tokens" and named("max_tokens") and (
-            "max_completion_tokens" in low or (refused and param == "max_tokens")):
-        return replace(settings, token_param="max_completion_tokens"), "token_param", "max_tokens", "max_completion_tokens"
+    if (
+        settings.token_param == "max_tokens"
+        and named("max_tokens")
+        and ("max_completion_tokens" in low or (refused and param == "max_tokens"))
+    ):
+        return (
+            replace(settings, token_param="max_completion_tokens"),
+            "token_param",
+            "max_tokens",
+            "max_completion_tokens",
+        )
     if settings.token_param == "max_completion_tokens" and named("max_completion_tokens") and refused:
         return replace(settings, token_param="max_tokens"), "token_param", "max_completion_tokens", "max_tokens"
     if settings.temperature and "temperature" in body and named("temperature") and refused:
-        return (replace(settings, temperature=False), "temperature", str(body["temperature"]),
-                "the endpoint's default temperature")
+        return (
+            replace(settings, temperature=False),
+            "temperature",
+            str(body["temperature"]),
+            "the endpoint's default temperature",
+        )
     # DashScope's open Qwen3 models refuse a non-streaming call unless enable_thinking is false.
     if not settings.thinking_off and any(named(name) for name in thinking_fields):
         return replace(settings, thinking_off=True), "thinking", "on", f"off ({', '.join(thinking_fields)})"

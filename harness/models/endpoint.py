@@ -18,7 +18,10 @@ PUBLIC_QUERY = frozenset({"api-version"})
 
 
 def chat_completions_url(url: str, *, name: str = "LLM_API_URL") -> str:
-    """The full ``/chat/completions`` URL from a base URL or the full URL; a malformed URL is one line naming ``name``."""
+    """The full ``/chat/completions`` URL from a base URL or the full URL.
+
+    A malformed URL is one line naming ``name``.
+    """
     text = url.strip()
     if any(ord(c) < 0x21 or ord(c) == 0x7F for c in text):
         raise UserInputError(f"{name} contains whitespace or a control character")
@@ -60,7 +63,9 @@ def models_url(chat_url: str) -> str:
 def public_url(chat_url: str) -> str:
     """The URL as the manifest shows it: query values other than settings such as ``api-version`` redacted."""
     parts = urlsplit(chat_url)
-    query = [(k, v if k.lower() in PUBLIC_QUERY else "[redacted]") for k, v in parse_qsl(parts.query, keep_blank_values=True)]
+    query = [
+        (k, v if k.lower() in PUBLIC_QUERY else "[redacted]") for k, v in parse_qsl(parts.query, keep_blank_values=True)
+    ]
     return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(query, safe="[]"), ""))
 
 
@@ -68,6 +73,7 @@ def check_key(key: str) -> str:
     """The key as it will go into a header; one line (never the key) when no HTTP header could carry it."""
     key = key.strip()
     if any(not 0x21 <= ord(c) <= 0x7E for c in key):
-        raise UserInputError("LLM_API_KEY contains whitespace, a control or a non-ASCII character; "
-                             "an HTTP header cannot carry it")
+        raise UserInputError(
+            "LLM_API_KEY contains whitespace, a control or a non-ASCII character; an HTTP header cannot carry it"
+        )
     return key

@@ -71,16 +71,26 @@ def interpret(request: ModelRequest, exchange: Exchange) -> ModelReply:
     Whatever the body holds, reading it never ends in anything but a reply or a ``parse``/``schema``
     error that carries the call's tokens and latency: a model's unreadable answer is the model's.
     """
-    failed = tuple(Attempt(kind=a.kind, message=a.message, latency_ms=a.latency_ms, wait_s=a.wait_s)
-                   for a in exchange.attempts)
+    failed = tuple(
+        Attempt(kind=a.kind, message=a.message, latency_ms=a.latency_ms, wait_s=a.wait_s) for a in exchange.attempts
+    )
     if exchange.error is not None:
         raise ModelError(exchange.error.kind, exchange.error.message, failed_attempts=failed)  # type: ignore[arg-type]
     if exchange.response is None:
         raw = exchange.raw or ""
-        answer = ModelReply(proposal=None, text=raw[:500], usage=exchange.salvaged_usage or Usage(),
-                            latency_ms=exchange.latency_ms, failed_attempts=failed)
-        raise ModelError("parse", f"response body unreadable ({exchange.unreadable or 'not JSON'}): {excerpt(raw)}",
-                         failed_attempts=failed, answer=answer)
+        answer = ModelReply(
+            proposal=None,
+            text=raw[:500],
+            usage=exchange.salvaged_usage or Usage(),
+            latency_ms=exchange.latency_ms,
+            failed_attempts=failed,
+        )
+        raise ModelError(
+            "parse",
+            f"response body unreadable ({exchange.unreadable or 'not JSON'}): {excerpt(raw)}",
+            failed_attempts=failed,
+            answer=answer,
+        )
     usage = usage_of(exchange.response)
     text = ""
     try:
@@ -97,11 +107,11 @@ def interpret(request: ModelRequest, exchange: Exchange) -> ModelReply:
             raise ModelError("parse", f"unreadable reply ({type(exc).__name__}: {str(exc)[:120]})") from exc
     except ModelError as exc:
         # The model did answer: its tokens and latency still count, so the error carries the answer.
-        answer = ModelReply(proposal=None, text=text, usage=usage, latency_ms=exchange.latency_ms,
-                            failed_attempts=failed)
+        answer = ModelReply(
+            proposal=None, text=text, usage=usage, latency_ms=exchange.latency_ms, failed_attempts=failed
+        )
         message = str(exc)
         if text and finish_reason(exchange.response) == "length":
             message += " (the reply was cut at the token limit)"
         raise ModelError(exc.kind, message, failed_attempts=failed, answer=answer) from exc
-    return ModelReply(proposal=proposal, text=text, usage=usage, latency_ms=exchange.latency_ms,
-                      failed_attempts=failed)
+    return ModelReply(proposal=proposal, text=text, usage=usage, latency_ms=exchange.latency_ms, failed_attempts=failed)

@@ -20,15 +20,14 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from email.utils import parsedate_to_datetime
 from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx
 
 from harness.models.base import ModelReply, ModelRequest
-from harness.models.capabilities import (Adaptation, WireSettings, capability_change, error_message,
-                                         initial_settings)
+from harness.models.capabilities import Adaptation, WireSettings, capability_change, error_message, initial_settings
 from harness.models.endpoint import chat_completions_url
 from harness.models.exchange import Exchange, WireAttempt, interpret
 from harness.models.parsing import excerpt, salvage_usage, unreadable_reason
@@ -37,8 +36,16 @@ from harness.models.scrub import REDACTED, Scrubber
 from harness.models.strict import make_strict
 from harness.trace import ErrorInfo
 
-__all__ = ["RESPONSE_FORMATS", "REDACTED", "ResponseFormat", "chat_completions_url", "LiveConfig", "LiveSource",
-           "LiveModel", "request_body"]
+__all__ = [
+    "REDACTED",
+    "RESPONSE_FORMATS",
+    "LiveConfig",
+    "LiveModel",
+    "LiveSource",
+    "ResponseFormat",
+    "chat_completions_url",
+    "request_body",
+]
 
 DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024  # a chat answer is a few KB; 4 MB leaves room for long reasoning
 ERROR_BODY_BYTES = 64 * 1024  # an error answer is only quoted, never parsed for a proposal
@@ -79,8 +86,9 @@ class LiveConfig:
 SCHEMA_NOTE = "\n\nReply with one JSON object and nothing else. It must match this JSON schema: "
 
 
-def request_body(config: LiveConfig, request: ModelRequest, seed: int,
-                 settings: WireSettings | None = None) -> dict[str, Any]:
+def request_body(
+    config: LiveConfig, request: ModelRequest, seed: int, settings: WireSettings | None = None
+) -> dict[str, Any]:
     """The JSON body for one request: messages, sampling, and the structured-output form the settings allow."""
     settings = settings or config.initial_settings()
     profile = config.profile
@@ -158,9 +166,14 @@ class LiveSource:
     manifest); ``notify`` is called with one line for each, for the CLI to print.
     """
 
-    def __init__(self, config: LiveConfig, *, transport: httpx.AsyncBaseTransport | None = None,
-                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-                 notify: Callable[[str], None] | None = None):
+    def __init__(
+        self,
+        config: LiveConfig,
+        *,
+        transport: httpx.AsyncBaseTransport | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        notify: Callable[[str], None] | None = None,
+    ):
         self.config = config
         self.label = config.model
         self.scrubber = Scrubber(config.api_key)
@@ -178,7 +191,8 @@ class LiveSource:
         if self._client is None or self._gate is None:
             limit = max(1, self.config.concurrency)
             self._client = httpx.AsyncClient(
-                headers=auth_headers(self.config), transport=self._transport,
+                headers=auth_headers(self.config),
+                transport=self._transport,
                 timeout=httpx.Timeout(self.config.timeout_s),
                 limits=httpx.Limits(max_connections=limit, max_keepalive_connections=limit),
             )
@@ -194,8 +208,9 @@ class LiveSource:
         """``value`` with the API key replaced wherever, and in whatever encoding, it appears."""
         return self.scrubber.value(value)
 
-    def adapt(self, used: WireSettings, body: dict[str, Any], status: int, text: str,
-              request: ModelRequest) -> str | None:
+    def adapt(
+        self, used: WireSettings, body: dict[str, Any], status: int, text: str, request: ModelRequest
+    ) -> str | None:
         """Steps the matrix's settings down for a capability refusal; what changed, or None when it is no such refusal.
 
         Runs with no await inside, so concurrent runs never adapt the same refusal twice: a request
@@ -209,8 +224,16 @@ class LiveSource:
         self.settings, what, before, after = change
         meta = request.meta
         because = f"HTTP {status}: {excerpt(error_message(text), 200)}"
-        adaptation = Adaptation(what=what, before=before, after=after, because=self.scrubber.truncated(because, 220),
-                                scenario=meta.scenario, mode=meta.mode, trial=meta.trial, step=meta.step)
+        adaptation = Adaptation(
+            what=what,
+            before=before,
+            after=after,
+            because=self.scrubber.truncated(because, 220),
+            scenario=meta.scenario,
+            mode=meta.mode,
+            trial=meta.trial,
+            step=meta.step,
+        )
         self.adaptations.append(adaptation)
         if self._notify is not None:
             self._notify(adaptation.line())
@@ -254,7 +277,10 @@ class LiveModel:
         return interpret(request, await self.exchange(request))
 
     async def exchange(self, request: ModelRequest) -> Exchange:
-        """Sends the request, adapting to capability refusals and retrying what is worth retrying; never raises for HTTP."""
+        """Sends the request, adapting to capability refusals and retrying what is worth retrying.
+
+        Never raises for an HTTP problem: the exchange says what happened.
+        """
         source, config = self.source, self.source.config
         client, gate = source._session()
         attempts: list[WireAttempt] = []
@@ -273,8 +299,11 @@ class LiveModel:
                 change = source.adapt(settings, body, status, text, request)
                 if change is not None:
                     adaptations += 1
-                    attempts.append(WireAttempt(kind=kind, message=f"{message}; {change}", latency_ms=latency_ms,
-                                                wait_s=0.0, status=status))
+                    attempts.append(
+                        WireAttempt(
+                            kind=kind, message=f"{message}; {change}", latency_ms=latency_ms, wait_s=0.0, status=status
+                        )
+                    )
                     continue
             if not retryable or retry >= config.retries:
                 return self._failure(body, attempts, kind, message, latency_ms)
@@ -301,8 +330,13 @@ class LiveModel:
         except (TimeoutError, httpx.TimeoutException) as exc:
             return "timeout", f"no answer within {config.timeout_s:g}s ({type(exc).__name__})", None, None, True
         except httpx.HTTPError as exc:
-            return "network", self.source.scrubber.text(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__), \
-                None, None, True
+            return (
+                "network",
+                self.source.scrubber.text(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__),
+                None,
+                None,
+                True,
+            )
 
     def _classify(self, outcome: _Body | _Failure) -> tuple[str, str, int | None, float | None, bool, str]:
         """kind, scrubbed message, status, Retry-After, retryable, and the scrubbed error text of a failed attempt."""
@@ -318,10 +352,19 @@ class LiveModel:
         return kind, message, status, outcome.retry_after, status == 429 or status >= 500, text
 
     def _answer(self, body: dict[str, Any], attempts: list[WireAttempt], got: _Body, latency_ms: float) -> Exchange:
-        """The exchange of a 2xx answer: its JSON, scrubbed, or (unreadable) why, a scrubbed excerpt and any usage found."""
+        """The exchange of a 2xx answer: its JSON, scrubbed.
+
+        An unreadable answer keeps why, a scrubbed excerpt and any usage found.
+        """
         scrubber = self.source.scrubber
-        facts = {"request": scrubber.value(body), "attempts": attempts, "latency_ms": latency_ms, "response_bytes": len(got.data),
-                 "max_response_bytes": got.cap, "truncated": got.truncated}
+        facts = {
+            "request": scrubber.value(body),
+            "attempts": attempts,
+            "latency_ms": latency_ms,
+            "response_bytes": len(got.data),
+            "max_response_bytes": got.cap,
+            "truncated": got.truncated,
+        }
         reason, text = got.decode_error, None
         if reason is None and got.truncated:
             reason = f"the body passed the {got.cap}-byte cap (--max-response-bytes) and was dropped there"
@@ -344,11 +387,16 @@ class LiveModel:
         raw = text if text is not None else got.data.decode("utf-8", errors="replace")
         # Usage is read before anything is scrubbed or cut, so an unreadable answer still counts its tokens.
         usage = salvage_usage(raw)
-        return Exchange(raw=scrubber.truncated(raw, RAW_KEPT_CHARS), unreadable=scrubber.text(reason or ""),
-                        salvaged_usage=usage, **facts)
+        return Exchange(
+            raw=scrubber.truncated(raw, RAW_KEPT_CHARS),
+            unreadable=scrubber.text(reason or ""),
+            salvaged_usage=usage,
+            **facts,
+        )
 
-    def _failure(self, body: dict[str, Any], attempts: list[WireAttempt], kind: str, message: str,
-                 latency_ms: float) -> Exchange:
+    def _failure(
+        self, body: dict[str, Any], attempts: list[WireAttempt], kind: str, message: str, latency_ms: float
+    ) -> Exchange:
         error = ErrorInfo(kind=kind, message=self.source.scrubber.text(message))
         return Exchange(request=self.source.scrubber.value(body), attempts=attempts, error=error, latency_ms=latency_ms)
 

@@ -50,15 +50,25 @@ def _text_of(value: Any) -> str:
 
 
 # Where each provider reports the finer counts (README: provider profiles); the first one present wins.
-REASONING_PATHS = (("completion_tokens_details", "reasoning_tokens"), ("output_tokens_details", "reasoning_tokens"),
-                   ("reasoning_tokens",))
-CACHED_PATHS = (("prompt_tokens_details", "cached_tokens"), ("prompt_cache_hit_tokens",),
-                ("input_tokens_details", "cached_tokens"), ("cached_tokens",))
+REASONING_PATHS = (
+    ("completion_tokens_details", "reasoning_tokens"),
+    ("output_tokens_details", "reasoning_tokens"),
+    ("reasoning_tokens",),
+)
+CACHED_PATHS = (
+    ("prompt_tokens_details", "cached_tokens"),
+    ("prompt_cache_hit_tokens",),
+    ("input_tokens_details", "cached_tokens"),
+    ("cached_tokens",),
+)
 MAX_COUNT = 2**53  # a count past this is no token count (and would not survive a float column)
 
 
 def usage_of(body: Any) -> Usage:
-    """Token counts from the body's ``usage``, reasoning and cached tokens where the provider reports them; zeros otherwise."""
+    """Token counts from the body's ``usage``; zeros where it reports none.
+
+    Reasoning and cached tokens are read wherever the provider reports them.
+    """
     raw = body.get("usage") if isinstance(body, dict) else None
     if not isinstance(raw, dict):
         return Usage()

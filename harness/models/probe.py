@@ -22,10 +22,16 @@ from harness.models.scrub import Scrubber
 from harness.models.strict import make_strict
 
 Verdict = Literal["yes", "refused", "accepted, reply did not fit", "error"]
-TINY_SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}, "word": {"type": "string"}},
-               "required": ["ok"], "additionalProperties": False}
-PROMPT = [{"role": "system", "content": "You answer in JSON."},
-          {"role": "user", "content": 'Reply with the JSON object {"ok": true} and nothing else.'}]
+TINY_SCHEMA = {
+    "type": "object",
+    "properties": {"ok": {"type": "boolean"}, "word": {"type": "string"}},
+    "required": ["ok"],
+    "additionalProperties": False,
+}
+PROMPT = [
+    {"role": "system", "content": "You answer in JSON."},
+    {"role": "user", "content": 'Reply with the JSON object {"ok": true} and nothing else.'},
+]
 
 
 @dataclass(frozen=True)
@@ -37,8 +43,7 @@ class ProbeRow:
     detail: str
 
 
-def list_models(config: LiveConfig, timeout_s: float = 5.0,
-                transport: httpx.BaseTransport | None = None) -> Any | None:
+def list_models(config: LiveConfig, timeout_s: float = 5.0, transport: httpx.BaseTransport | None = None) -> Any | None:
     """The endpoint's ``/models`` JSON, or None when it does not answer one (many servers do not)."""
     try:
         with httpx.Client(headers=auth_headers(config), timeout=timeout_s, transport=transport) as client:
@@ -55,8 +60,12 @@ def describe(config: LiveConfig) -> str:
     from harness.models.setup import endpoint_manifest
 
     facts = endpoint_manifest(config)
-    return (f"probing {facts['endpoint']} model {config.model}: provider {config.profile.name} "
-            f"({config.provider_note or 'given'}); key {'placeholder, not scrubbed' if facts['api_key'].get('placeholder') else 'given' if facts['api_key'].get('given') else 'none'}")
+    key = facts["api_key"]
+    said = "placeholder, not scrubbed" if key.get("placeholder") else "given" if key.get("given") else "none"
+    return (
+        f"probing {facts['endpoint']} model {config.model}: provider {config.profile.name} "
+        f"({config.provider_note or 'given'}); key {said}"
+    )
 
 
 def _cases(config: LiveConfig, profile: Profile) -> list[tuple[str, dict[str, Any], bool]]:
@@ -73,15 +82,39 @@ def _cases(config: LiveConfig, profile: Profile) -> list[tuple[str, dict[str, An
         ("max_completion_tokens", {"max_completion_tokens": 16}, False),
         ("temperature 0.7 (not the default)", ask(16, temperature=0.7), False),
         ("seed", ask(16, seed=7), False),
-        ("response_format json_schema", ask(32, response_format={
-            "type": "json_schema", "json_schema": {"name": "probe", "schema": TINY_SCHEMA}}), True),
-        ("response_format json_schema, strict", ask(32, response_format={
-            "type": "json_schema", "json_schema": {"name": "probe", "schema": strict_schema, "strict": True}}), True),
-        ("json_schema with a root anyOf (not portable)", ask(32, response_format={
-            "type": "json_schema", "json_schema": {"name": "probe", "schema": {"anyOf": [TINY_SCHEMA]}}}), True),
+        (
+            "response_format json_schema",
+            ask(32, response_format={"type": "json_schema", "json_schema": {"name": "probe", "schema": TINY_SCHEMA}}),
+            True,
+        ),
+        (
+            "response_format json_schema, strict",
+            ask(
+                32,
+                response_format={
+                    "type": "json_schema",
+                    "json_schema": {"name": "probe", "schema": strict_schema, "strict": True},
+                },
+            ),
+            True,
+        ),
+        (
+            "json_schema with a root anyOf (not portable)",
+            ask(
+                32,
+                response_format={
+                    "type": "json_schema",
+                    "json_schema": {"name": "probe", "schema": {"anyOf": [TINY_SCHEMA]}},
+                },
+            ),
+            True,
+        ),
         ("response_format json_object", ask(32, response_format={"type": "json_object"}), True),
-        ("json_object with a schema (llama.cpp grammar)", ask(32, response_format={
-            "type": "json_object", "schema": TINY_SCHEMA}), True),
+        (
+            "json_object with a schema (llama.cpp grammar)",
+            ask(32, response_format={"type": "json_object", "schema": TINY_SCHEMA}),
+            True,
+        ),
     ]
     if profile.thinking_off:
         fields = ", ".join(f"{k}={json.dumps(v)}" for k, v in profile.thinking_off.items())
@@ -89,8 +122,12 @@ def _cases(config: LiveConfig, profile: Profile) -> list[tuple[str, dict[str, An
     return cases
 
 
-def probe(config: LiveConfig, *, transport: httpx.BaseTransport | None = None,
-          on_row: Callable[[ProbeRow], None] | None = None) -> list[ProbeRow]:
+def probe(
+    config: LiveConfig,
+    *,
+    transport: httpx.BaseTransport | None = None,
+    on_row: Callable[[ProbeRow], None] | None = None,
+) -> list[ProbeRow]:
     """Asks each capability once, in order; a network failure or timeout is an ``error`` row, never an exception."""
     scrubber = Scrubber(config.api_key)
     profile = config.profile
@@ -103,10 +140,18 @@ def probe(config: LiveConfig, *, transport: httpx.BaseTransport | None = None,
             on_row(row)
 
     models = list_models(config, min(config.timeout_s, 10.0), transport)
-    names = [str(m.get("id")) for m in models.get("data", [])[:5] if isinstance(m, dict)] \
-        if isinstance(models, dict) and isinstance(models.get("data"), list) else []
-    add(ProbeRow("GET /models", "yes" if models is not None else "refused",
-                 ", ".join(names) if names else "no model list (auto-detection then uses the host only)"))
+    names = (
+        [str(m.get("id")) for m in models.get("data", [])[:5] if isinstance(m, dict)]
+        if isinstance(models, dict) and isinstance(models.get("data"), list)
+        else []
+    )
+    add(
+        ProbeRow(
+            "GET /models",
+            "yes" if models is not None else "refused",
+            ", ".join(names) if names else "no model list (auto-detection then uses the host only)",
+        )
+    )
     with httpx.Client(headers=auth_headers(config), timeout=config.timeout_s, transport=transport) as client:
         for capability, fields, structured in _cases(config, profile):
             body = {"model": config.model, "messages": PROMPT, **fields}
@@ -118,7 +163,11 @@ def probe(config: LiveConfig, *, transport: httpx.BaseTransport | None = None,
             if response.status_code >= 400:
                 refused = response.status_code in (400, 404, 422) or "validation error" in response.text[:2000].lower()
                 verdict: Verdict = "refused" if refused else "error"
-                add(ProbeRow(capability, verdict, f"HTTP {response.status_code}: {excerpt(error_message(response.text))}"))
+                add(
+                    ProbeRow(
+                        capability, verdict, f"HTTP {response.status_code}: {excerpt(error_message(response.text))}"
+                    )
+                )
                 continue
             add(_judge(capability, response, structured))
     return rows
@@ -143,4 +192,6 @@ def _judge(capability: str, response: httpx.Response, structured: bool) -> Probe
     except Exception:
         return ProbeRow(capability, "accepted, reply did not fit", f"no JSON in the reply: {excerpt(text, 80)}")
     fits = isinstance(value, dict) and isinstance(value.get("ok"), bool)
-    return ProbeRow(capability, "yes" if fits else "accepted, reply did not fit", f"{counts}; reply {excerpt(value, 60)}")
+    return ProbeRow(
+        capability, "yes" if fits else "accepted, reply did not fit", f"{counts}; reply {excerpt(value, 60)}"
+    )

@@ -1,4 +1,6 @@
-"""Provider profiles: how each OpenAI-compatible service wants to be asked, one small record each, from its documentation.
+"""Provider profiles: how each OpenAI-compatible service wants to be asked.
+
+One small record each, from its documentation.
 
 A profile says which structured-output form the service documents, what its token-limit parameter
 is called, which sampling parameters its reasoning models take, how thinking is switched off and
@@ -31,7 +33,9 @@ class Profile:
     name: ProviderName
     docs: str  # the documentation this profile follows (README: provider profiles)
     response_format: ResponseFormat  # the strongest structured output the service documents
-    json_object: Literal["schema", "prompt", "both"] = "prompt"  # json_object carries the schema (llama.cpp's grammar), or the prompt does
+    json_object: Literal["schema", "prompt", "both"] = (
+        "prompt"  # json_object carries the schema (llama.cpp's grammar), or the prompt does
+    )
     token_param: TokenParam = "max_tokens"
     reasoning_models: str = ""  # regex on the model name: models that only take the default sampling
     reasoning_token_param: TokenParam = "max_tokens"
@@ -48,53 +52,105 @@ class Profile:
 
 
 OPENAI_REASONING = r"^(o\d|gpt-5)"
-PROFILES: dict[str, Profile] = {p.name: p for p in (
-    Profile("openai", "OpenAI API reference (chat completions), Structured Outputs guide, reasoning models guide",
-            "json_schema", token_param="max_completion_tokens", reasoning_models=OPENAI_REASONING,
-            reasoning_token_param="max_completion_tokens", reasoning_sampling=(),
+PROFILES: dict[str, Profile] = {
+    p.name: p
+    for p in (
+        Profile(
+            "openai",
+            "OpenAI API reference (chat completions), Structured Outputs guide, reasoning models guide",
+            "json_schema",
+            token_param="max_completion_tokens",
+            reasoning_models=OPENAI_REASONING,
+            reasoning_token_param="max_completion_tokens",
+            reasoning_sampling=(),
             thinking_off={"reasoning_effort": "minimal"},
             reasoning_usage="usage.completion_tokens_details.reasoning_tokens",
-            cached_usage="usage.prompt_tokens_details.cached_tokens", hosts=("api.openai.com",)),
-    Profile("azure", "Azure OpenAI REST reference (api-version query, api-key header), structured outputs",
-            "json_schema", token_param="max_completion_tokens", reasoning_models=OPENAI_REASONING,
-            reasoning_token_param="max_completion_tokens", reasoning_sampling=(),
-            thinking_off={"reasoning_effort": "minimal"}, auth="api-key",
+            cached_usage="usage.prompt_tokens_details.cached_tokens",
+            hosts=("api.openai.com",),
+        ),
+        Profile(
+            "azure",
+            "Azure OpenAI REST reference (api-version query, api-key header), structured outputs",
+            "json_schema",
+            token_param="max_completion_tokens",
+            reasoning_models=OPENAI_REASONING,
+            reasoning_token_param="max_completion_tokens",
+            reasoning_sampling=(),
+            thinking_off={"reasoning_effort": "minimal"},
+            auth="api-key",
             reasoning_usage="usage.completion_tokens_details.reasoning_tokens",
             cached_usage="usage.prompt_tokens_details.cached_tokens",
-            hosts=(".openai.azure.com", ".cognitiveservices.azure.com", ".services.ai.azure.com")),
-    Profile("vllm", "vLLM OpenAI-compatible server, structured outputs; Qwen3 docs (chat_template_kwargs)",
-            "json_schema", thinking_off={"chat_template_kwargs": {"enable_thinking": False}},
-            reasoning_usage="message.reasoning_content (text; no count)",
-            cached_usage="usage.prompt_tokens_details.cached_tokens (with --enable-prompt-tokens-details)",
-            owned_by=("vllm",)),
-    Profile("ollama", "Ollama OpenAI compatibility (response_format becomes format), structured outputs",
-            "json_schema", thinking_off={"reasoning_effort": "none"},
-            reasoning_usage="message.reasoning (text; no count)", owned_by=("library", "ollama")),
-    Profile("llamacpp", "llama.cpp server README (response_format json_object + schema, chat_template_kwargs)",
-            "json_object", json_object="schema",
+            hosts=(".openai.azure.com", ".cognitiveservices.azure.com", ".services.ai.azure.com"),
+        ),
+        Profile(
+            "vllm",
+            "vLLM OpenAI-compatible server, structured outputs; Qwen3 docs (chat_template_kwargs)",
+            "json_schema",
             thinking_off={"chat_template_kwargs": {"enable_thinking": False}},
             reasoning_usage="message.reasoning_content (text; no count)",
-            cached_usage="usage.prompt_tokens_details.cached_tokens", owned_by=("llamacpp", "me")),
-    Profile("deepseek", "DeepSeek API docs: JSON Output (json_object only), reasoning model, context caching",
-            "json_object", reasoning_models=r"reasoner", reasoning_sampling=(),
+            cached_usage="usage.prompt_tokens_details.cached_tokens (with --enable-prompt-tokens-details)",
+            owned_by=("vllm",),
+        ),
+        Profile(
+            "ollama",
+            "Ollama OpenAI compatibility (response_format becomes format), structured outputs",
+            "json_schema",
+            thinking_off={"reasoning_effort": "none"},
+            reasoning_usage="message.reasoning (text; no count)",
+            owned_by=("library", "ollama"),
+        ),
+        Profile(
+            "llamacpp",
+            "llama.cpp server README (response_format json_object + schema, chat_template_kwargs)",
+            "json_object",
+            json_object="schema",
+            thinking_off={"chat_template_kwargs": {"enable_thinking": False}},
+            reasoning_usage="message.reasoning_content (text; no count)",
+            cached_usage="usage.prompt_tokens_details.cached_tokens",
+            owned_by=("llamacpp", "me"),
+        ),
+        Profile(
+            "deepseek",
+            "DeepSeek API docs: JSON Output (json_object only), reasoning model, context caching",
+            "json_object",
+            reasoning_models=r"reasoner",
+            reasoning_sampling=(),
             thinking_off={"thinking": {"type": "disabled"}},
             reasoning_usage="usage.completion_tokens_details.reasoning_tokens",
-            cached_usage="usage.prompt_cache_hit_tokens", hosts=("api.deepseek.com",), owned_by=("deepseek",)),
-    Profile("dashscope", "Alibaba Cloud Model Studio (DashScope) OpenAI-compatible mode: json_object, enable_thinking",
-            "json_object", thinking_off={"enable_thinking": False},
-            reasoning_usage="usage.completion_tokens_details.reasoning_tokens",
-            cached_usage="usage.prompt_tokens_details.cached_tokens", hosts=("dashscope.aliyuncs.com",
-                                                                           "dashscope-intl.aliyuncs.com",
-                                                                           "dashscope-us.aliyuncs.com")),
-    Profile("gemini", "Gemini API OpenAI compatibility (response_format json_schema, reasoning_effort)",
-            "json_schema", thinking_off={"reasoning_effort": "none"},
+            cached_usage="usage.prompt_cache_hit_tokens",
+            hosts=("api.deepseek.com",),
+            owned_by=("deepseek",),
+        ),
+        Profile(
+            "dashscope",
+            "Alibaba Cloud Model Studio (DashScope) OpenAI-compatible mode: json_object, enable_thinking",
+            "json_object",
+            thinking_off={"enable_thinking": False},
             reasoning_usage="usage.completion_tokens_details.reasoning_tokens",
             cached_usage="usage.prompt_tokens_details.cached_tokens",
-            hosts=("generativelanguage.googleapis.com",), owned_by=("google",)),
-    Profile("generic", "OpenAI chat completions as most servers implement it; the fallbacks adapt the rest",
-            "json_schema", json_object="both", thinking_off={"thinking": {"type": "disabled"}},
-            reasoning_usage="any of the above", cached_usage="any of the above"),
-)}
+            hosts=("dashscope.aliyuncs.com", "dashscope-intl.aliyuncs.com", "dashscope-us.aliyuncs.com"),
+        ),
+        Profile(
+            "gemini",
+            "Gemini API OpenAI compatibility (response_format json_schema, reasoning_effort)",
+            "json_schema",
+            thinking_off={"reasoning_effort": "none"},
+            reasoning_usage="usage.completion_tokens_details.reasoning_tokens",
+            cached_usage="usage.prompt_tokens_details.cached_tokens",
+            hosts=("generativelanguage.googleapis.com",),
+            owned_by=("google",),
+        ),
+        Profile(
+            "generic",
+            "OpenAI chat completions as most servers implement it; the fallbacks adapt the rest",
+            "json_schema",
+            json_object="both",
+            thinking_off={"thinking": {"type": "disabled"}},
+            reasoning_usage="any of the above",
+            cached_usage="any of the above",
+        ),
+    )
+}
 OLLAMA_PORT = 11434
 
 

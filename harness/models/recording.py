@@ -119,9 +119,19 @@ class RecordingModel:
     async def complete(self, request: ModelRequest) -> ModelReply:
         exchange = await self.inner.exchange(request)
         scenario, mode, trial, digest, occurrence = self._occurrences.key(request)
-        self.sink(RecordEntry(scenario=scenario, mode=mode, trial=trial, step=request.meta.step,
-                              purpose=request.purpose, request_hash=digest, occurrence=occurrence,
-                              model=self.label, exchange=exchange))
+        self.sink(
+            RecordEntry(
+                scenario=scenario,
+                mode=mode,
+                trial=trial,
+                step=request.meta.step,
+                purpose=request.purpose,
+                request_hash=digest,
+                occurrence=occurrence,
+                model=self.label,
+                exchange=exchange,
+            )
+        )
         return interpret(request, exchange)
 
 

@@ -54,7 +54,11 @@ class ReplayModel:
         if entry is None:
             meta = request.meta
             repeat = f", repeat {key[4] + 1}" if key[4] else ""
-            raise ModelError("replay_miss", (
-                f"no recorded answer for scenario '{meta.scenario}', mode '{meta.mode}', trial {meta.trial}, "
-                f"step {meta.step} ({request.purpose} request {key[3][:12]}{repeat}) in {self.source.folder}"))
+            raise ModelError(
+                "replay_miss",
+                (
+                    f"no recorded answer for scenario '{meta.scenario}', mode '{meta.mode}', trial {meta.trial}, "
+                    f"step {meta.step} ({request.purpose} request {key[3][:12]}{repeat}) in {self.source.folder}"
+                ),
+            )
         return interpret(request, entry.exchange)

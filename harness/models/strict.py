@@ -24,12 +24,37 @@ from jsonschema import Draft202012Validator
 MAX_DEPTH = 10  # OpenAI: up to 10 levels of nesting
 MAX_PROPERTIES = 5000  # OpenAI: up to 5000 object properties in all
 # Narrowing keywords strict mode does not take; their meaning is kept as text in the description.
-TO_DESCRIPTION = ("minLength", "maxLength", "uniqueItems", "minProperties", "maxProperties", "default",
-                  "examples", "contentEncoding", "contentMediaType", "minContains", "maxContains")
+TO_DESCRIPTION = (
+    "minLength",
+    "maxLength",
+    "uniqueItems",
+    "minProperties",
+    "maxProperties",
+    "default",
+    "examples",
+    "contentEncoding",
+    "contentMediaType",
+    "minContains",
+    "maxContains",
+)
 # Keywords whose meaning strict mode cannot express at all.
-INEXPRESSIBLE = ("allOf", "not", "if", "then", "else", "patternProperties", "propertyNames", "dependentRequired",
-                 "dependentSchemas", "dependencies", "unevaluatedProperties", "unevaluatedItems", "contains",
-                 "prefixItems", "additionalItems")
+INEXPRESSIBLE = (
+    "allOf",
+    "not",
+    "if",
+    "then",
+    "else",
+    "patternProperties",
+    "propertyNames",
+    "dependentRequired",
+    "dependentSchemas",
+    "dependencies",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "contains",
+    "prefixItems",
+    "additionalItems",
+)
 SCALAR_TYPES = {"string", "number", "integer", "boolean", "null"}
 
 
@@ -57,19 +82,24 @@ def _strict(node: Any, where: str, problems: list[str], *, depth: int, counter: 
     moved = {k: node.pop(k) for k in TO_DESCRIPTION if k in node}
     if moved:
         note = "; ".join(f"{k}: {json.dumps(v, ensure_ascii=False, default=str)}" for k, v in moved.items())
-        node["description"] = (node.get("description", "").rstrip(". ") + ". " if node.get("description") else "") + \
-            f"Constraints: {note}"
+        node["description"] = (
+            node.get("description", "").rstrip(". ") + ". " if node.get("description") else ""
+        ) + f"Constraints: {note}"
     if "oneOf" in node:  # the branches of our schemas never overlap, so anyOf means the same here
         node["anyOf"] = node.pop("oneOf")
     if "const" in node:
         node["enum"] = [node.pop("const")]
     for key in ("$defs", "definitions"):
         if isinstance(node.get(key), dict):
-            node[key] = {name: _strict(sub, f"{where}.{key}.{name}".lstrip("."), problems, depth=depth, counter=counter)
-                         for name, sub in node[key].items()}
+            node[key] = {
+                name: _strict(sub, f"{where}.{key}.{name}".lstrip("."), problems, depth=depth, counter=counter)
+                for name, sub in node[key].items()
+            }
     if isinstance(node.get("anyOf"), list):
-        node["anyOf"] = [_strict(sub, f"{where}.anyOf[{i}]".lstrip("."), problems, depth=depth, counter=counter)
-                         for i, sub in enumerate(node["anyOf"])]
+        node["anyOf"] = [
+            _strict(sub, f"{where}.anyOf[{i}]".lstrip("."), problems, depth=depth, counter=counter)
+            for i, sub in enumerate(node["anyOf"])
+        ]
     kinds = _types(node)
     if not kinds and not any(k in node for k in ("anyOf", "enum", "$ref")):
         problems.append(f"{here}: no type (any value); strict mode needs a type")
@@ -87,8 +117,10 @@ def _strict(node: Any, where: str, problems: list[str], *, depth: int, counter: 
 def _strict_object(node: dict[str, Any], where: str, problems: list[str], *, depth: int, counter: list[int]) -> None:
     extra = node.get("additionalProperties", False)
     if extra is not False:
-        problems.append(f"{where or '(top level)'}: additionalProperties {json.dumps(extra)[:60]} (a free-form map) "
-                        "cannot be strict")
+        problems.append(
+            f"{where or '(top level)'}: additionalProperties {json.dumps(extra)[:60]} (a free-form map) "
+            "cannot be strict"
+        )
     properties = node.get("properties") or {}
     required = set(node.get("required") or [])
     strict_props = {}
@@ -143,7 +175,7 @@ def drop_nulls(value: Any, schema: Any) -> Any:
     if not isinstance(schema, dict):
         return value
     if isinstance(schema.get("anyOf"), list) or isinstance(schema.get("oneOf"), list):
-        branches = schema.get("anyOf") or schema.get("oneOf")
+        branches: list[Any] = schema.get("anyOf") or schema.get("oneOf") or []
         for branch in branches:
             candidate = drop_nulls(value, branch)
             if isinstance(branch, dict) and _valid(candidate, branch):
@@ -176,8 +208,11 @@ def argument_problems(actions: Iterable[tuple[str, str, dict[str, Any]]]) -> lis
     for scenario, action, args in actions:
         _, problems = make_strict(args)
         for problem in problems:
-            lines.append(f"scenario {scenario}, action {action}: args {problem.replace('(top level)', '').lstrip(': ')}"
-                         if problem.startswith("(top level)") else f"scenario {scenario}, action {action}: args.{problem}")
+            lines.append(
+                f"scenario {scenario}, action {action}: args {problem.replace('(top level)', '').lstrip(': ')}"
+                if problem.startswith("(top level)")
+                else f"scenario {scenario}, action {action}: args.{problem}"
+            )
     return lines
 
 
