@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
 import jsonschema
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -25,6 +24,7 @@ from pydantic import (
 
 from harness.errors import ScenarioError, UnknownNameError
 from harness.paths import MISSING, PATH_PATTERN, lookup
+from harness.safe_yaml import read_yaml
 from harness.scenario_checks import check_references
 
 NAME_PATTERN = r"^[a-z][a-z0-9_]*$"
@@ -262,7 +262,9 @@ class Node(_Strict):
     gate: str | None = Field(None, description="approval node: the gate it waits for.")
     check: Condition | None = Field(None, description="validator node: what must hold to pass.")
     tools: tuple[str, ...] = Field((), description="agent node: the only actions its inner loop may call.")
-    max_steps: int = Field(5, ge=1, description="agent node: inner steps before it gives up.")
+    max_steps: int = Field(
+        5, ge=1, le=MAX_STEPS, description=f"agent node: inner steps before it gives up (at most {MAX_STEPS})."
+    )
     until: Condition | None = Field(None, description="agent node: readiness contract")
     next: str | None = Field(None, description="Node after success when no branch applies.")
     branches: tuple[Branch, ...] = Field(
@@ -574,17 +576,7 @@ Model = TypeVar("Model", bound=BaseModel)
 def load_yaml_model(path: Path, model: type[Model]) -> Model:
     """Reads a YAML mapping into a pydantic model; any problem raises ``ScenarioError(file, field)`` on one line."""
     shown = display_path(path)
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise _error(shown, "", f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
-    except RecursionError:
-        raise _error(shown, "", "nested too deeply to read") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "YAML"
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise _error(shown, where, f"YAML syntax error: {problem}") from None
+    raw = read_yaml(path, shown)  # bounded: size, UTF-8, alias expansion, depth; JSON-like values only
     if not isinstance(raw, dict):
         raise _error(shown, "", "must be a YAML mapping at the top level")
     try:

@@ -50,11 +50,18 @@ def run_offline(
     return events, outcomes
 
 
-def bench_process(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    """Runs ``bench`` as a user would, in a child process, with no LLM_* variables unless given."""
+def bench_process(
+    *args: str, cwd: Path = ROOT, env: dict[str, str] | None = None, timeout: float | None = None
+) -> subprocess.CompletedProcess:
+    """``bench`` as a user runs it, in a child process, with no LLM_* variables unless given; killed at ``timeout``."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith("LLM_")}
     return subprocess.run(
-        [sys.executable, "-m", "harness", *args], cwd=cwd, capture_output=True, text=True, env={**clean, **(env or {})}
+        [sys.executable, "-m", "harness", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**clean, **(env or {})},
+        timeout=timeout,
     )
 
 
