@@ -43,6 +43,13 @@ class RunFolder:
         """Locks the output folder, then checks it, before anything starts; one line and exit 2 when it cannot."""
         if out is None:
             out = results_root / f"{now.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
+        try:
+            return cls._take(out, replace)
+        except OSError as exc:  # a name too long, a loop of links, a folder that vanished: the path, not a bug
+            raise UserInputError(f"--out {out}: cannot use it ({exc.strerror or type(exc).__name__})") from None
+
+    @classmethod
+    def _take(cls, out: Path, replace: bool) -> RunFolder:
         if out.exists() and not out.is_dir():
             raise UserInputError(f"--out {out}: exists and is not a folder")
         created = not out.exists()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import operator
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -22,7 +23,7 @@ from pydantic import (
     model_validator,
 )
 
-from harness.errors import ScenarioError, UnknownNameError
+from harness.errors import ScenarioError, UnknownNameError, UserInputError
 from harness.paths import MISSING, PATH_PATTERN, lookup
 from harness.safe_yaml import read_yaml
 from harness.scenario_checks import check_references
@@ -603,8 +604,20 @@ SANITY_TABLE = "sanity.yaml"  # in a scenario folder: the sanity table (harness/
 
 
 def scenario_files(folder: Path) -> list[Path]:
-    """The scenario files of a folder, sorted by name (its sanity table is not one)."""
-    return sorted(p for p in folder.glob("*.yaml") if not p.name.startswith(".") and p.name != SANITY_TABLE)
+    """The scenario files of a folder, sorted by name (its sanity table is not one); one line when there are none."""
+    try:
+        names = [entry.name for entry in os.scandir(folder)]
+    except FileNotFoundError:
+        raise UserInputError(f"--scenarios-dir {folder}: no such folder") from None
+    except NotADirectoryError:
+        raise UserInputError(f"--scenarios-dir {folder}: not a folder") from None
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+        raise UserInputError(f"--scenarios-dir {folder}: cannot read it ({why})") from None
+    found = sorted(n for n in names if n.endswith(".yaml") and not n.startswith(".") and n != SANITY_TABLE)
+    if not found:
+        raise UserInputError(f"--scenarios-dir {folder}: holds no scenario files (*.yaml)")
+    return [folder / name for name in found]
 
 
 def load_all(folder: Path) -> dict[str, Scenario]:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+import httpx
+
 from harness.errors import UserInputError
 
 CHAT_PATH = "/chat/completions"
@@ -28,7 +30,9 @@ def chat_completions_url(url: str, *, name: str = "LLM_API_URL") -> str:
     try:
         parts = urlsplit(text)
         port = parts.port  # raises on a port that is not a number in 0..65535
-    except ValueError:
+    except ValueError as exc:
+        if "IPv6" in str(exc):
+            raise UserInputError(f"{name} has a malformed [IPv6] host") from None
         raise UserInputError(f"{name} has an invalid port (it must be a number from 1 to 65535)") from None
     if parts.scheme not in ("http", "https"):
         raise UserInputError(f"{name} must start with http:// or https://")
@@ -43,7 +47,12 @@ def chat_completions_url(url: str, *, name: str = "LLM_API_URL") -> str:
     path = parts.path.rstrip("/")
     if not path.endswith(CHAT_PATH):
         path += CHAT_PATH
-    return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
+    url = urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
+    try:
+        _ = httpx.URL(url).host  # the client's own parser and IDNA codec: a host they refuse fails every request
+    except (httpx.InvalidURL, ValueError):
+        raise UserInputError(f"{name} has a host name the HTTP client cannot use (no valid DNS or IP name)") from None
+    return url
 
 
 def base_url(chat_url: str) -> str:
