@@ -129,7 +129,8 @@ def _segments(scenario: Scenario, gateway: Gateway) -> list[tuple[StopExpectatio
     """The expectation in force from each point of the record on: the oracle, then one per approval."""
     found: list[tuple[StopExpectation, int]] = [(scenario.oracle, 0)]
     for decided in gateway.decisions:
-        if decided.decision.decision == "approve":
+        # only a scenario gate opens the story's next half; a review of the mode's own (a plan review) does not
+        if decided.decision.decision == "approve" and decided.decision.gate in scenario.gate_names:
             found.append((scenario.after_approval(decided.decision.gate), decided.after_records))
     return found
 
