@@ -227,15 +227,20 @@ def report_command(
     dirs: Annotated[list[Path], typer.Argument(metavar="DIR", help="Run folders (or traces.jsonl files) to report on.", show_default=False)],
     formats: Annotated[str, typer.Option("--format", help="Comma-separated: md, csv, latex, html.")] = "md,csv,latex,html",
     out: Annotated[Optional[Path], typer.Option(help="Output folder (default: the first DIR's report/).")] = None,
-    by: Annotated[str, typer.Option(help="Main table and figures per mode, scenario (mode x scenario) or model (model x mode).")] = "mode",
+    by: Annotated[str, typer.Option(help="Main table and figures per mode, scenario (mode x scenario), model (model x mode), policy (policy x mode) or run (run folder x mode); the gateway policy is always a key.")] = "mode",
+    prices: Annotated[Optional[Path], typer.Option(help="YAML or JSON: per model, USD per 1M input, output and cached input tokens (README: Reports).")] = None,
 ) -> None:
     """Tables, figures and a self-contained HTML page from the traces of one or more runs."""
+    from reports.prices import load_prices
     from reports.report import build_report, parse_formats, parse_grouping
     from reports.tables import to_terminal
 
-    result = build_report(dirs, out, parse_formats(formats), parse_grouping(by))
+    price_table = load_prices(prices) if prices is not None else None
+    result = build_report(dirs, out, parse_formats(formats), parse_grouping(by), price_table)
     for line in result.warnings:
         typer.echo(f"warning: {line}", err=True)
+    for line in result.header:
+        typer.echo(f"note: {line}")
     typer.echo(to_terminal(result.main))
     typer.echo(f"\n{result.lines} lines read, {len(result.skipped)} skipped; {result.runs} runs "
                f"({result.incomplete} incomplete); report in {result.out}")

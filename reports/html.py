@@ -15,9 +15,12 @@ h1 { font-size: 1.6rem; } h2 { font-size: 1.25rem; margin-top: 2.2rem; border-bo
 h3 { font-size: 1.05rem; margin-top: 1.6rem; }
 table.metrics { border-collapse: collapse; font-size: 0.82rem; margin: 0.4rem 0 0.3rem; }
 table.metrics th, table.metrics td { border: 1px solid #ccc; padding: 0.25rem 0.5rem; vertical-align: top; }
-table.metrics th { background: #f0f3f7; text-align: left; }
+table.metrics th { background: #f0f3f7; text-align: left; position: sticky; top: 0; }
 table.metrics tr:nth-child(even) td { background: #fafafa; }
-.scroll { overflow-x: auto; }
+table.metrics .num { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
+table.metrics th.num { text-align: right; }
+table.metrics td.text { min-width: 6rem; max-width: 28rem; }
+.scroll { overflow: auto; max-width: 100%; max-height: 40rem; border: 1px solid #eee; }
 p.note, p.meta { font-size: 0.82rem; color: #444; }
 figure { margin: 1rem 0 2rem; } figure img { max-width: 100%; border: 1px solid #eee; }
 figcaption { font-size: 0.85rem; color: #444; }

@@ -13,7 +13,7 @@ from tests.conftest import bench_process as bench
 from tests.report_fixtures import Call, Run, write_runs
 
 MODES = ("workflow", "react_guarded", "plan_validated", "plan_execute", "react")
-FIGURES = ("stop_correctness", "latency", "tokens", "decision_share")
+FIGURES = ("verdicts", "stop_correctness", "latency", "tokens", "decision_share")
 
 
 def real_run(folder: Path, policy: str, trials: int) -> Path:
@@ -182,7 +182,7 @@ def test_runs_without_a_summary_are_counted_not_judged(tmp_path):
     (folder / "traces.jsonl").write_text("".join(lines[:-1]))  # the second run's summary never arrived
     result = build_report([folder])
     assert result.runs == 1 and result.incomplete == 1
-    assert any("no summary line" in w for w in result.warnings)
+    assert any("no valid last summary" in w for w in result.warnings)
     with open(result.out / "tables" / "correctness_by_mode.csv") as handle:
         row = next(csv.DictReader(handle))
     assert (row["runs"], row["incomplete"], row["judged (n)"]) == ("1", "1", "1")
