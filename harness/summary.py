@@ -1,9 +1,15 @@
-"""The short per-mode table ``bench run`` prints when a matrix ends (the full metrics are in reports/)."""
+"""The short per-mode table ``bench run`` prints when a matrix ends, computed by reports.metrics from the run's trace.
+
+Reading the finished traces.jsonl (instead of outcomes kept in memory) keeps ``bench run``'s memory flat
+in the number of runs, and makes the end-of-run table and ``bench report`` one computation.
+pandas and pyarrow are imported only when the table is made: ``bench``'s start-up stays fast.
+"""
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Iterable
+from pathlib import Path
 
 from tabulate import tabulate
 
@@ -13,8 +19,29 @@ HEADERS = ["mode", "runs", "stop-correct", "oracle passed", "statuses", "prematu
            "wait w/o suspend", "steps (mean)", "llm calls", "tokens", "errors"]
 
 
+def run_table(trace_path: Path) -> str:
+    """The end-of-run table for one traces.jsonl: per mode (and gateway policy), the verdicts first.
+
+    The same numbers as ``bench report``'s headline table (reports.metrics), with a legend line per column.
+    Raises ``UserInputError`` for a trace the report would refuse (mixed versions, conflicting duplicates).
+    """
+    from reports.load import load_traces
+    from reports.metrics import compute
+    from reports.tables import main_table, to_terminal
+
+    traces = load_traces([trace_path])
+    if traces.events.empty:
+        return "no runs in this trace"
+    table = main_table(compute(traces, "mode"))
+    lines = [to_terminal(table), "", table.note]
+    if traces.skipped_count or traces.incomplete_runs:
+        lines.append(f"{traces.skipped_count} unreadable lines, {traces.incomplete_runs} runs without a summary "
+                     "(not judged); bench report names them")
+    return "\n".join(lines)
+
+
 def mode_rows(results: Iterable[tuple[str, RunOutcome]]) -> list[list[object]]:
-    """One row a mode, in first-seen order."""
+    """One row a mode, in first-seen order (the table ``bench run`` printed before ``run_table``)."""
     by_mode: dict[str, list[RunOutcome]] = defaultdict(list)
     for mode_name, outcome in results:
         by_mode[mode_name].append(outcome)
@@ -42,4 +69,5 @@ def mode_rows(results: Iterable[tuple[str, RunOutcome]]) -> list[list[object]]:
 
 
 def mode_table(results: Iterable[tuple[str, RunOutcome]]) -> str:
+    """Kept until ``bench run`` prints ``run_table`` (the run pipeline refactor wires it in); same columns as before."""
     return tabulate(mode_rows(results), headers=HEADERS, tablefmt="simple")

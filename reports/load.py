@@ -17,7 +17,6 @@ chunk's worth of Python work. Then the whole table is checked at once, in Arrow:
 
 from __future__ import annotations
 
-import io
 import json
 import re
 from collections.abc import Iterable, Iterator
@@ -131,22 +130,26 @@ def load_traces(paths: Path | str | Iterable[Path | str], *, chunk_bytes: int = 
     skipped: list[SkippedLine] = []
     lines = 0
     for index, file in enumerate(files):
-        for table, counted, bad in _read_file(file, chunk_bytes):
-            lines += counted
-            skipped.extend(bad)
-            if table.num_rows:
-                tables.append(table.append_column("file", pa.array(np.full(table.num_rows, index, np.int32))))
+        try:
+            for table, counted, bad in _read_file(file, chunk_bytes):
+                lines += counted
+                skipped.extend(bad)
+                if table.num_rows:
+                    tables.append(table.append_column("file", pa.array(np.full(table.num_rows, index, np.int32))))
+        except OSError as exc:
+            raise UserInputError(f"{file}: cannot read ({exc.strerror or exc})") from None
     table = pa.concat_tables(tables) if tables else _empty_with_lines().append_column("file", pa.array([], pa.int32()))
     table, bad = _check_events(table, files)
     skipped.extend(bad)
     version = _one_version(table, files)
     table, bad = _check_summaries(table, files, version)
     skipped.extend(bad)
-    table, repeated = _drop_identical_duplicates(table, files)
+    codes, run_ids = _run_codes(table)
+    table, codes, repeated = _drop_identical_duplicates(table, files, codes)
     warnings.extend(repeated)
     run_info = [info for info in (read_run_info(f.parent) for f in files) if info is not None]
     warnings.extend(info.problem for info in run_info if info.problem)
-    events, runs, unfinished = _frames(table, files, run_info)
+    events, runs, unfinished = _frames(table, codes, len(run_ids), files, run_info)
     if unfinished:
         warnings.append(f"{unfinished} run(s) have events after their last summary (a resume that did not finish); "
                         "they are not judged")
@@ -161,54 +164,60 @@ def load_traces(paths: Path | str | Iterable[Path | str], *, chunk_bytes: int = 
 def _read_file(path: Path, chunk_bytes: int) -> Iterator[tuple[pa.Table, int, list[SkippedLine]]]:
     """Yields (valid events with their line numbers, non-blank lines seen, skipped lines) chunk by chunk."""
     first_line = 1
-    try:
-        handle = open(path, "rb")
-    except OSError as exc:
-        raise UserInputError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    with handle:
+    with open(path, "rb") as handle:
         rest = b""
+        pending: list[bytes] = []  # blocks of one line longer than a chunk, joined once it ends
         while True:
             block = handle.read(chunk_bytes)
             if not block:
                 break
-            data = rest + block
-            cut = data.rfind(b"\n")
-            if cut < 0:  # one line longer than a chunk: keep reading until it ends
-                rest = data
+            if b"\n" not in block:  # one line longer than a chunk: keep reading until it ends
+                pending.append(block)
                 continue
-            chunk, rest = data[: cut + 1], data[cut + 1 :]
-            yield _read_chunk(chunk, path, first_line)
-            first_line += chunk.count(b"\n")
+            data = b"".join([rest, *pending, block])
+            pending.clear()
+            cut = data.rfind(b"\n")
+            newlines = data.count(b"\n", 0, cut + 1)
+            yield _read_chunk(memoryview(data)[: cut + 1], newlines, path, first_line)
+            first_line += newlines
+            rest = data[cut + 1 :]
+        rest = b"".join([rest, *pending])
         if rest.strip():  # a last line without its newline: usually the one a crash cut short
-            yield _read_chunk(rest, path, first_line)
+            yield _read_chunk(memoryview(rest), rest.count(b"\n") + 1, path, first_line)
 
 
-def _read_chunk(chunk: bytes, path: Path, first_line: int) -> tuple[pa.Table, int, list[SkippedLine]]:
+def _read_chunk(chunk: memoryview, lines: int, path: Path, first_line: int) -> tuple[pa.Table, int, list[SkippedLine]]:
+    """One chunk of whole lines (``lines`` of them, blank ones included) through the fast path if it can."""
     try:
         table = _parse(chunk)
     except (pa.ArrowException, ValueError):  # ValueError: pyarrow raises UnicodeDecodeError for bad UTF-8
-        return _read_lines(chunk, path, first_line)
-    return table.append_column("line", _line_numbers(chunk, first_line, table.num_rows)), table.num_rows, []
+        return _read_lines(bytes(chunk), path, first_line)
+    return table.append_column("line", _line_numbers(chunk, lines, first_line, table.num_rows)), table.num_rows, []
 
 
-def _line_numbers(chunk: bytes, first_line: int, rows: int) -> pa.Array:
+def _line_numbers(chunk: memoryview, lines: int, first_line: int, rows: int) -> pa.Array:
     """The line number of each row pyarrow read from ``chunk`` (it skips blank lines)."""
-    total = chunk.count(b"\n") + (0 if chunk.endswith(b"\n") else 1)
-    if total == rows:  # no blank line: row i is line i
+    if lines == rows:  # no blank line: row i is line i
         return pa.array(np.arange(first_line, first_line + rows, dtype=np.int64))
-    numbers = [first_line + i for i, raw in enumerate(chunk.split(b"\n")) if raw.strip()]
+    numbers = [first_line + i for i, raw in enumerate(bytes(chunk).split(b"\n")) if raw.strip()]
     return pa.array(np.array(numbers[:rows], dtype=np.int64))
 
 
-def _parse(data: bytes) -> pa.Table:
-    """pyarrow's reader over ``data``; a line longer than its 1 MiB blocks gets one block for everything."""
+def _parse(data: bytes | memoryview) -> pa.Table:
+    """pyarrow's reader over ``data``; a line longer than its 1 MiB blocks gets one block for everything.
+
+    The reader copies string bytes without checking them: a full validation refuses invalid UTF-8 here
+    (as ArrowInvalid, like any other bad line) before pandas or a file writer meets it.
+    """
     try:
-        return pj.read_json(io.BytesIO(data), parse_options=_PARSE)
+        table = pj.read_json(pa.BufferReader(data), parse_options=_PARSE)
     except pa.ArrowInvalid as exc:
         if "straddl" not in str(exc):
             raise
-        return pj.read_json(io.BytesIO(data), parse_options=_PARSE,
-                            read_options=pj.ReadOptions(block_size=len(data) + 1))
+        table = pj.read_json(pa.BufferReader(data), parse_options=_PARSE,
+                             read_options=pj.ReadOptions(block_size=len(data) + 1))
+    table.validate(full=True)
+    return table
 
 
 def _read_lines(chunk: bytes, path: Path, first_line: int) -> tuple[pa.Table, int, list[SkippedLine]]:
@@ -346,7 +355,7 @@ def _check_summaries(table: pa.Table, files: list[Path], version: int | None) ->
     if not is_summary.any():
         return table, []
     positions = np.flatnonzero(is_summary)
-    outcome = table["outcome"].take(pa.array(positions)).combine_chunks()
+    outcome = pc.filter(table["outcome"], pa.array(is_summary)).combine_chunks()
     parts = dict(zip([f.name for f in outcome.type], outcome.flatten()))
     ok_all = np.ones(len(positions), dtype=bool)
     reasons: dict[int, str] = {}
@@ -374,19 +383,21 @@ def _check_summaries(table: pa.Table, files: list[Path], version: int | None) ->
 
 def _run_codes(table: pa.Table) -> tuple[np.ndarray, pa.Array]:
     """Each row's run as a small integer, and the run ids those integers stand for."""
+    if not table.num_rows:
+        return np.array([], np.int64), pa.array([], pa.string())
     encoded = pc.dictionary_encode(table["run_id"].combine_chunks())
     return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), encoded.dictionary
 
 
-def _drop_identical_duplicates(table: pa.Table, files: list[Path]) -> tuple[pa.Table, list[str]]:
+def _drop_identical_duplicates(table: pa.Table, files: list[Path],
+                               codes: np.ndarray) -> tuple[pa.Table, np.ndarray, list[str]]:
     """The same (run_id, seq) twice: read once if the lines are byte-identical, else a user error naming both."""
     if not table.num_rows:
-        return table, []
-    codes, _ = _run_codes(table)
+        return table, codes, []
     keys = pd.DataFrame({"run": codes, "seq": table["seq"].to_numpy()})
     repeated = keys.duplicated(keep=False).to_numpy()
     if not repeated.any():
-        return table, []
+        return table, codes, []
     rows = np.flatnonzero(repeated)
     found = pd.DataFrame({"row": rows, "run": codes[rows], "seq": keys["seq"].to_numpy()[rows],
                           "file": table["file"].to_numpy()[rows], "line": table["line"].to_numpy()[rows]})
@@ -414,7 +425,7 @@ def _drop_identical_duplicates(table: pa.Table, files: list[Path]) -> tuple[pa.T
         example = group.iloc[0]
         warnings.append(f"{files[int(dup)]}: {len(group)} line(s) repeat identical lines of {files[int(orig)]} "
                         f"(first: line {int(example['dup_line'])} = line {int(example['orig_line'])}); read once")
-    return table.filter(pa.array(keep)), warnings
+    return table.filter(pa.array(keep)), codes[keep], warnings
 
 
 def _raw_lines(files: list[Path], wanted: Iterable[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
@@ -437,11 +448,10 @@ def _raw_lines(files: list[Path], wanted: Iterable[tuple[int, int]]) -> dict[tup
 # ---------------------------------------------------------------- frames
 
 
-def _frames(table: pa.Table, files: list[Path], run_info: list[RunInfo]) -> tuple[pd.DataFrame, pd.DataFrame, int]:
+def _frames(table: pa.Table, codes: np.ndarray, runs_count: int, files: list[Path],
+            run_info: list[RunInfo]) -> tuple[pd.DataFrame, pd.DataFrame, int]:
     """The events frame and the runs frame (each complete run's last summary); also the runs left unfinished."""
     n = table.num_rows
-    codes, run_ids = _run_codes(table) if n else (np.array([], np.int64), pa.array([], pa.string()))
-    runs_count = len(run_ids)
     seq = table["seq"].to_numpy() if n else np.array([], np.int64)
     is_summary = _numpy(pc.equal(table["kind"], "summary")) if n else np.array([], bool)
     # The run's highest seq, and the row of its last summary.
@@ -455,8 +465,10 @@ def _frames(table: pa.Table, files: list[Path], run_info: list[RunInfo]) -> tupl
     has_summary = last_summary >= 0
     complete = has_summary & (seq[np.where(has_summary, last_summary, 0)] == last_seq)
     unfinished = int((has_summary & ~complete).sum())
+    picked = np.zeros(n, dtype=bool)  # the rows that become the runs table, in file order
+    picked[last_summary[complete]] = True
 
-    policy = _policies(table, codes, runs_count, last_summary, files, run_info)
+    policy = _policies(table, codes, runs_count, picked, files, run_info)
     flat = table.select([c for c in SCHEMA.names if c not in ("outcome",)] + ["file", "line"]).flatten()
     sources = [str(f.parent) for f in files]
     file_index = table["file"].to_numpy() if n else np.array([], np.int32)
@@ -472,15 +484,15 @@ def _frames(table: pa.Table, files: list[Path], run_info: list[RunInfo]) -> tupl
             columns[name] = flat[source_name]
     events = pa.table({name: columns[name] for name in (*EVENT_COLUMNS, "complete")})
 
-    rows = last_summary[complete]
-    picked = table.take(pa.array(rows, pa.int64()))
-    outcome = picked["outcome"].combine_chunks() if len(rows) else pa.array([], SCHEMA.field("outcome").type)
-    run_columns: dict[str, pa.Array] = {
-        "source": events["source"].take(pa.array(rows, pa.int64())),
-        "file": events["file"].take(pa.array(rows, pa.int64())),
-        "line": picked["line"], "run_id": picked["run_id"], "scenario": picked["scenario"],
-        "mode": picked["mode"], "model": picked["model"], "trial": picked["trial"],
-        "summaries": pa.array(summaries[complete], pa.int64()),
+    mask = pa.array(picked)
+    runs_table = table.select(["line", "run_id", "scenario", "mode", "model", "trial", "outcome"]).filter(mask)
+    outcome = runs_table["outcome"].combine_chunks() if runs_table.num_rows else \
+        pa.array([], SCHEMA.field("outcome").type)
+    run_columns: dict[str, pa.Array | pa.ChunkedArray] = {
+        "source": _dictionary(file_index[picked], sources),
+        "file": _dictionary(file_index[picked], [str(f) for f in files]),
+        **{name: runs_table[name] for name in ("line", "run_id", "scenario", "mode", "model", "trial")},
+        "summaries": pa.array(summaries[codes[picked]], pa.int64()),
     }
     for path, name in OUTCOME_COLUMNS.items():
         run_columns[name] = _outcome_column(outcome, path.split(".")[1:])
@@ -510,23 +522,19 @@ def _outcome_column(outcome: pa.StructArray, names: list[str]) -> pa.Array:
     return pc.if_else(pc.is_valid(top), pc.fill_null(child, 0), pa.nulls(len(child), child.type))
 
 
-def _policies(table: pa.Table, codes: np.ndarray, runs_count: int, last_summary: np.ndarray, files: list[Path],
+def _policies(table: pa.Table, codes: np.ndarray, runs_count: int, picked: np.ndarray, files: list[Path],
               run_info: list[RunInfo]) -> pa.Array:
     """Each run's gateway policy: its summary's, else its run_start's, else its folder manifest's, else 'unknown'."""
     policy = np.full(runs_count, None, dtype=object)
     if not runs_count:
         return pa.array([], pa.string())
-    starts = np.flatnonzero(_numpy(pc.equal(table["kind"], "run_start")))
-    if len(starts):
-        declared = pc.struct_field(table["detail"].take(pa.array(starts)), "gateway_policy").to_numpy(
-            zero_copy_only=False)
-        policy[codes[starts]] = declared
-    with_summary = np.flatnonzero(last_summary >= 0)
-    if len(with_summary):
-        rows = pa.array(last_summary[with_summary], pa.int64())
-        said = pc.struct_field(table["outcome"].take(rows), "gateway_policy").to_numpy(zero_copy_only=False)
-        present = np.array([s is not None for s in said], dtype=bool)
-        policy[with_summary[present]] = said[present]
+    for kind, mask, column in (("run_start", _numpy(pc.equal(table["kind"], "run_start")), "detail"),
+                               ("summary", picked, "outcome")):
+        if mask.any():
+            said = pc.struct_field(pc.filter(table[column], pa.array(mask)), "gateway_policy")
+            values = said.to_numpy(zero_copy_only=False)
+            present = _numpy(pc.is_valid(said))
+            policy[codes[mask][present]] = values[present]
     missing = np.array([p is None for p in policy], dtype=bool)
     if missing.any():
         by_folder = {info.folder: info.gateway_policy for info in run_info if info.gateway_policy}
