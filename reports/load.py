@@ -47,7 +47,7 @@ EVENT_COLUMNS = ("source", "file", "line", "run_id", "scenario", "mode", "model"
                  "step", "ts", "decision_maker", "kind", "action", "result", "latency_ms", *_FLAT_EVENT.values())
 CATEGORIES = ("source", "file", "run_id", "scenario", "mode", "model", "gateway_policy", "decision_maker", "kind",
               "action", "result", "error_kind", "purpose", "status", "suspended_at", "expected_stop",
-              "stop_verdict")
+              "stop_verdict", "subject")
 RUN_KEYS = ("source", "file", "line", "run_id", "scenario", "mode", "model", "trial", "summaries")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
@@ -71,10 +71,13 @@ class Traces:
     ``runs``: one row per complete run, from its last summary: the run's fields, ``summaries`` (summary lines
     of the run, more than one after a resume) and its outcome (status, stop_verdict, stop_correct, ...,
     ``violations`` as a list, ``blocked_<reason>`` and ``errors_<kind>`` counts).
+    ``violations``: one row per oracle violation of a complete run: ``run`` (its row in ``runs``), ``kind``,
+    ``subject`` and the full ``text``.
     """
 
     events: pd.DataFrame
     runs: pd.DataFrame
+    violations: pd.DataFrame
     lines: int = 0
     skipped: list[SkippedLine] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)  # the trace files read, in order
@@ -149,13 +152,13 @@ def load_traces(paths: Path | str | Iterable[Path | str], *, chunk_bytes: int = 
     warnings.extend(repeated)
     run_info = [info for info in (read_run_info(f.parent) for f in files) if info is not None]
     warnings.extend(info.problem for info in run_info if info.problem)
-    events, runs, unfinished = _frames(table, codes, len(run_ids), files, run_info)
+    events, runs, violations, unfinished = _frames(table, codes, len(run_ids), files, run_info)
     if unfinished:
         warnings.append(f"{unfinished} run(s) have events after their last summary (a resume that did not finish); "
                         "they are not judged")
     skipped.sort(key=lambda s: (files.index(Path(s.path)) if Path(s.path) in files else 0, s.line))
-    return Traces(events=events, runs=runs, lines=lines, skipped=skipped, sources=[str(f) for f in files],
-                  warnings=warnings, run_info=run_info, schema_version=version)
+    return Traces(events=events, runs=runs, violations=violations, lines=lines, skipped=skipped,
+                  sources=[str(f) for f in files], warnings=warnings, run_info=run_info, schema_version=version)
 
 
 # ---------------------------------------------------------------- reading
@@ -449,7 +452,7 @@ def _raw_lines(files: list[Path], wanted: Iterable[tuple[int, int]]) -> dict[tup
 
 
 def _frames(table: pa.Table, codes: np.ndarray, runs_count: int, files: list[Path],
-            run_info: list[RunInfo]) -> tuple[pd.DataFrame, pd.DataFrame, int]:
+            run_info: list[RunInfo]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, int]:
     """The events frame and the runs frame (each complete run's last summary); also the runs left unfinished."""
     n = table.num_rows
     seq = table["seq"].to_numpy() if n else np.array([], np.int64)
@@ -497,7 +500,20 @@ def _frames(table: pa.Table, codes: np.ndarray, runs_count: int, files: list[Pat
     for path, name in OUTCOME_COLUMNS.items():
         run_columns[name] = _outcome_column(outcome, path.split(".")[1:])
     runs = pa.table(run_columns)
-    return _to_pandas(events), _to_pandas(runs), unfinished
+    return _to_pandas(events), _to_pandas(runs), _violations(outcome.field("violations")), unfinished
+
+
+def _violations(lists: pa.ListArray) -> pd.DataFrame:
+    """One row per oracle violation of a run: ``run`` (its row in the runs table), ``kind`` and ``subject``.
+
+    ``forbidden:deploy`` -> (forbidden, deploy); ``ungrounded:write_answer.claims[].doc_id='D-9'`` ->
+    (ungrounded, write_answer.claims[].doc_id): the value after '=' differs run to run, the subject does not.
+    """
+    flat = pc.fill_null(pc.list_flatten(lists), "")
+    parts = pc.extract_regex(flat, r"^(?P<kind>[^:]*):?(?P<subject>[^=]*)")
+    table = pa.table({"run": pc.list_parent_indices(lists), "kind": parts.field("kind"),
+                      "subject": parts.field("subject"), "text": flat})
+    return _to_pandas(table)
 
 
 def _dictionary(indices: np.ndarray, values: list[str] | pa.Array) -> pa.DictionaryArray:

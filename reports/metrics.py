@@ -8,6 +8,7 @@ The gateway policy is part of every grouping: runs under ``enforce`` and ``audit
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, get_args
@@ -220,38 +221,87 @@ def looping_runs(events: pd.DataFrame) -> np.ndarray:
     return np.unique(run[lengths[streak] >= LOOP_LENGTH])
 
 
-def violation_parts(text: str) -> tuple[str, str]:
-    """``forbidden:deploy`` -> (forbidden, deploy); ``ungrounded:a.b=x`` -> (ungrounded, a.b): grouped by subject."""
-    kind, _, subject = text.partition(":")
-    return kind, subject.partition("=")[0]
+KEY_COLUMNS = ("source", "mode", "gateway_policy", "scenario", "model")  # every column a grouping can key on
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What every grouping reuses, computed once: classified runs and per-run tallies of the events.
+
+    Each frame carries every key column, so a grouping is one groupby on small frames, never a pass
+    over a million events.
+    """
+
+    runs: pd.DataFrame  # classify_runs: one row a complete run
+    calls: pd.DataFrame  # one row a model call: key columns and latency_ms
+    decisions: pd.DataFrame  # one row a (run, decision_maker): key columns, decision_maker, n
+    errors: pd.DataFrame  # one row a (run, error kind): key columns, error_kind, n
+    orphans: pd.DataFrame  # one row an incomplete run: key columns
+    violations: pd.DataFrame  # one row a violation of a judged run: key columns, kind, subject, run_id, source_
+    priced: bool
+
+
+def prepare(traces: Traces, prices: PriceTable | None = None, runs: pd.DataFrame | None = None) -> Prepared:
+    """The per-run tallies every grouping is computed from; pass ``runs`` from ``classify_runs`` to reuse it."""
+    runs = classify_runs(traces, prices) if runs is None else runs
+    events = traces.events
+    codes = events["run_id"].cat.codes.to_numpy()
+    first = np.full(len(events["run_id"].cat.categories), -1, dtype=np.int64)
+    first[codes[::-1]] = np.arange(len(codes), dtype=np.int64)[::-1]
+    keys_of_run = events.iloc[first[first >= 0]][["run_id", *KEY_COLUMNS, "complete"]].reset_index(drop=True)
+    key_row = np.full(len(first), -1, dtype=np.int64)
+    key_row[keys_of_run["run_id"].cat.codes.to_numpy()] = np.arange(len(keys_of_run))
+
+    def per_run(mask: pd.Series, column: str) -> pd.DataFrame:
+        tallies = events.loc[mask, ["run_id", column]].groupby(["run_id", column], observed=True).size()
+        tallies = tallies[tallies > 0].reset_index(name="n")
+        rows = key_row[tallies["run_id"].cat.codes.to_numpy()]
+        return pd.concat([keys_of_run.iloc[rows][list(KEY_COLUMNS)].reset_index(drop=True),
+                          tallies[[column, "n"]]], axis=1)
+
+    kind = events["kind"]
+    calls = events.loc[kind == "model_call", [*KEY_COLUMNS, "latency_ms"]].reset_index(drop=True)
+    decisions = per_run(kind.isin(DECIDING_KINDS), "decision_maker")
+    errors = per_run(events["error_kind"].notna(), "error_kind")
+    orphans = keys_of_run.loc[~keys_of_run["complete"], list(KEY_COLUMNS)].reset_index(drop=True)
+    return Prepared(runs, calls, decisions, errors, orphans, _violation_rows(traces.violations, runs),
+                    prices is not None)
+
+
+def _violation_rows(violations: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """The loader's violations of judged runs, with the run's key columns attached."""
+    positions = violations["run"].to_numpy()
+    judged = ~runs["infrastructure"].to_numpy(dtype=bool)[positions] if len(positions) else np.array([], bool)
+    positions = positions[judged]
+    frame = runs.iloc[positions][[*KEY_COLUMNS, "run_id"]].reset_index(drop=True)
+    frame["origin"] = frame["source"].astype(object)  # a copy: "source" may be a grouping key itself
+    frame["kind"] = violations["kind"].to_numpy()[judged]
+    frame["subject"] = violations["subject"].to_numpy()[judged]
+    return frame
 
 
 def compute(traces: Traces, grouping: Grouping = "mode", runs: pd.DataFrame | None = None,
-            prices: PriceTable | None = None) -> Metrics:
-    """Metrics for every group of ``grouping``; pass ``runs`` from ``classify_runs`` to reuse it."""
+            prices: PriceTable | None = None, prepared: Prepared | None = None) -> Metrics:
+    """Metrics for every group of ``grouping``; pass ``prepared`` (or ``runs``) to reuse them across groupings."""
     keys = GROUP_KEYS[grouping]
-    runs = classify_runs(traces, prices) if runs is None else runs
-    events = traces.events
+    prepared = prepared if prepared is not None else prepare(traces, prices, runs)
+    runs = prepared.runs
     max_k = _max_k(runs, keys)
     run_rows = _indices(runs, keys)
     arrays = _RunArrays(runs)
-    kind = events["kind"]
-    calls = events.loc[kind == "model_call", [*keys, "latency_ms"]]
-    call_rows = _indices(calls, keys)
-    call_latency = calls["latency_ms"].to_numpy(dtype=float)
-    deciding = events.loc[kind.isin(DECIDING_KINDS), [*keys, "decision_maker"]]
-    shares = _counts(deciding, keys, "decision_maker")
-    seen = _counts(events.loc[events["error_kind"].notna(), [*keys, "error_kind"]], keys, "error_kind")
-    incomplete = _incomplete(events, keys)
-    violations = _violations(runs, keys)
-    event_keys = set(_indices(events[list(keys)].drop_duplicates(), keys))
+    call_rows = _indices(prepared.calls, keys)
+    call_latency = prepared.calls["latency_ms"].to_numpy(dtype=float)
+    shares = _sums(prepared.decisions, keys, "decision_maker")
+    seen = _sums(prepared.errors, keys, "error_kind")
+    incomplete = {k: len(v) for k, v in _indices(prepared.orphans, keys).items()}
+    violations = _violations(prepared.violations, keys)
     groups = []
-    for key in sorted(set(run_rows) | event_keys, key=_order_key(keys)):
+    for key in sorted(set(run_rows) | set(incomplete) | set(call_rows), key=_order_key(keys)):
         rows = run_rows.get(key, np.array([], dtype=np.int64))
         latency = call_latency[call_rows[key]] if key in call_rows else np.array([], dtype=float)
         groups.append(_group(key, keys, arrays, rows, latency, shares.get(key, {}), seen.get(key, {}),
-                             incomplete.get(key, 0), violations.get(key, ()), max_k, prices))
-    return Metrics(grouping=grouping, keys=keys, groups=groups, max_k=max_k, priced=prices is not None)
+                             incomplete.get(key, 0), violations.get(key, ()), max_k, prepared.priced))
+    return Metrics(grouping=grouping, keys=keys, groups=groups, max_k=max_k, priced=prepared.priced)
 
 
 class _RunArrays:
@@ -297,7 +347,7 @@ def _known_total(values: np.ndarray) -> int | None:
 
 def _group(key: tuple[str, ...], names: tuple[str, ...], a: _RunArrays, rows: np.ndarray, call_latency: np.ndarray,
            shares: dict[str, int], seen: dict[str, int], incomplete: int, violations: tuple[ViolationCount, ...],
-           max_k: int, prices: PriceTable | None) -> GroupMetrics:
+           max_k: int, priced: bool) -> GroupMetrics:
     infra = a.infra[rows]
     judged = rows[~infra]
     counts = {name: values[judged] for name, values in a.counts.items()}
@@ -305,14 +355,14 @@ def _group(key: tuple[str, ...], names: tuple[str, ...], a: _RunArrays, rows: np
     stop = a.stop_correct[judged]
     _, cell = np.unique(a.cell[judged], return_inverse=True)
     per_task = list(zip(np.bincount(cell, weights=stop).astype(int).tolist(), np.bincount(cell).tolist()))
-    verdicts = pd.Series(a.verdict[judged]).dropna().value_counts()
+    verdicts = _tally(a.verdict[judged])
     blocked_known = {reason: _known_total(counts[f"blocked_{reason}"]) for reason in BLOCK_REASONS}
     recorded = all(v is not None for v in blocked_known.values()) and len(judged) > 0
     blocked = _total(counts["side_effects_blocked"])
     unauthorized = _known_total(counts["unauthorized_side_effects"])
     decisions = sum(shares.values())
-    statuses = pd.Series(a.status[rows]).value_counts()
-    ended = pd.Series(a.ending[rows][a.status[rows] == "error"]).dropna().value_counts()
+    statuses = _tally(a.status[rows])
+    ended = _tally(a.ending[rows][a.status[rows] == "error"])
     return GroupMetrics(
         key=key,
         names=names,
@@ -355,9 +405,14 @@ def _group(key: tuple[str, ...], names: tuple[str, ...], a: _RunArrays, rows: np
         errors_seen=seen,
         decisions=decisions,
         decision_share={k: n / decisions for k, n in shares.items()} if decisions else {},
-        cost=_cost(a, rows) if prices is not None else None,
+        cost=_cost(a, rows) if priced else None,
         label=" / ".join(key),
     )
+
+
+def _tally(values: np.ndarray) -> Counter[str]:
+    """How often each value occurs, missing ones (None, NaN) left out."""
+    return Counter(str(v) for v in values if v is not None and v == v)
 
 
 def _cost(a: _RunArrays, rows: np.ndarray) -> Cost:
@@ -390,40 +445,26 @@ def _indices(frame: pd.DataFrame, keys: tuple[str, ...]) -> dict[tuple[str, ...]
     return {_key(k): np.asarray(v, dtype=np.int64) for k, v in grouped.indices.items()}
 
 
-def _counts(frame: pd.DataFrame, keys: tuple[str, ...], column: str) -> dict[tuple[str, ...], dict[str, int]]:
-    """Per group, how many rows hold each value of ``column``."""
+def _sums(frame: pd.DataFrame, keys: tuple[str, ...], column: str) -> dict[tuple[str, ...], dict[str, int]]:
+    """Per group, the summed ``n`` of each value of ``column``."""
     if frame.empty:
         return {}
-    sizes = frame.groupby([*keys, column], observed=True, dropna=True).size()
+    sums = frame.groupby([*keys, column], observed=True)["n"].sum()
     found: dict[tuple[str, ...], dict[str, int]] = {}
-    for index, n in sizes.items():
+    for index, n in sums.items():
         if n:
             found.setdefault(_key(index[:-1]), {})[str(index[-1])] = int(n)
     return found
 
 
-def _incomplete(events: pd.DataFrame, keys: tuple[str, ...]) -> dict[tuple[str, ...], int]:
-    orphans = events.loc[~events["complete"], ["run_id", *keys]].drop_duplicates("run_id")
-    if orphans.empty:
-        return {}
-    counts = orphans.groupby(list(keys), observed=True).size()
-    return {_key(k): int(n) for k, n in counts.items() if n}
-
-
-def _violations(runs: pd.DataFrame, keys: tuple[str, ...]) -> dict[tuple[str, ...], tuple[ViolationCount, ...]]:
+def _violations(rows: pd.DataFrame, keys: tuple[str, ...]) -> dict[tuple[str, ...], tuple[ViolationCount, ...]]:
     """The TOP_VIOLATIONS most frequent (kind, subject) per group, over judged runs, with an example run."""
-    judged = runs.loc[~runs["infrastructure"], list(dict.fromkeys([*keys, "run_id", "source", "violations"]))]
-    judged = judged.loc[judged["violations"].map(lambda v: v is not None and len(v) > 0)]
-    if judged.empty:
+    if rows.empty:
         return {}
-    flat = judged.explode("violations")
-    parts = flat["violations"].astype(str).str.partition(":")
-    flat = flat.assign(kind=parts[0].to_numpy(), subject=parts[2].str.partition("=")[0].to_numpy())
-    flat["example_run"] = flat["run_id"].astype(object)
-    flat["example_source"] = flat["source"].astype(object)
-    grouped = flat.groupby([*keys, "kind", "subject"], observed=True, sort=False)
-    table = grouped.agg(runs=("example_run", "nunique"), occurrences=("example_run", "size"),
-                        example_run=("example_run", "first"), example_source=("example_source", "first")).reset_index()
+    grouped = rows.groupby([*keys, "kind", "subject"], observed=True, sort=False)
+    table = grouped.agg(runs=("run_id", "nunique"), occurrences=("run_id", "size"),
+                        example_run=("run_id", "first"), example_source=("origin", "first")).reset_index()
+    table = table.loc[table["occurrences"] > 0]
     table = table.sort_values([*keys, "runs", "occurrences", "kind", "subject"],
                               ascending=[True] * len(keys) + [False, False, True, True], kind="stable")
     found: dict[tuple[str, ...], tuple[ViolationCount, ...]] = {}
@@ -452,15 +493,13 @@ def _order_key(keys: tuple[str, ...]) -> Callable[[tuple[str, ...]], tuple]:
     return order
 
 
-def latency_samples(traces: Traces, runs: pd.DataFrame, grouping: Grouping) -> dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]]:
+def latency_samples(prepared: Prepared, grouping: Grouping) -> dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]]:
     """Per group: every complete run's wall_ms and every model call's latency_ms, for distribution plots."""
     keys = GROUP_KEYS[grouping]
-    events = traces.events
-    calls = events.loc[events["kind"] == "model_call", [*keys, "latency_ms"]]
-    call_rows = _indices(calls, keys)
-    call_values = calls["latency_ms"].to_numpy(dtype=float)
-    run_rows = _indices(runs, keys)
-    run_values = runs["wall_ms"].to_numpy(dtype=float)
+    call_rows = _indices(prepared.calls, keys)
+    call_values = prepared.calls["latency_ms"].to_numpy(dtype=float)
+    run_rows = _indices(prepared.runs, keys)
+    run_values = prepared.runs["wall_ms"].to_numpy(dtype=float)
     empty = np.array([], dtype=float)
     return {key: (run_values[run_rows[key]] if key in run_rows else empty,
                   call_values[call_rows[key]] if key in call_rows else empty)

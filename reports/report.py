@@ -15,7 +15,7 @@ from reports import figures as figs
 from reports import tables as tbl
 from reports.html import EmbeddedFigure, Section, page
 from reports.load import SkippedLine, Traces, clean_text, load_traces
-from reports.metrics import GROUPINGS, Grouping, Metrics, classify_runs, compute, latency_samples
+from reports.metrics import GROUPINGS, Grouping, Metrics, compute, latency_samples, prepare
 from reports.prices import PriceTable
 
 ReportFormat = Literal["md", "csv", "latex", "html"]
@@ -108,7 +108,8 @@ def build_report(paths: Sequence[Path | str], out: Path | None = None, formats: 
     if traces.events.empty:
         raise UserInputError(f"{paths[0]}: no trace events to report on ({traces.skipped_count} lines skipped)")
     out = out if out is not None else default_out(paths)
-    runs = classify_runs(traces, prices)
+    prepared = prepare(traces, prices)
+    runs = prepared.runs
     events = traces.events
     groupings: list[Grouping] = ["mode"]
     if by == "scenario" or events["scenario"].nunique() > 1:
@@ -119,11 +120,11 @@ def build_report(paths: Sequence[Path | str], out: Path | None = None, formats: 
         groupings.append("policy")
     if by == "run" or events["source"].nunique() > 1:
         groupings.append("run")
-    metrics = {g: compute(traces, g, runs, prices) for g in groupings}
+    metrics = {g: compute(traces, g, prepared=prepared) for g in groupings}
     # A column of one bar per mode x scenario is unreadable: those cells become a heatmap, the rest stays per mode.
     shown: Grouping = "mode" if by == "scenario" else by
     context = figure_context(runs, metrics[shown])
-    plots = figs.all_plots(metrics[shown], latency_samples(traces, runs, shown), context,
+    plots = figs.all_plots(metrics[shown], latency_samples(prepared, shown), context,
                            cells=metrics["scenario"] if by == "scenario" else None)
     rendered = [_render(p) for p in plots]
     mode_tables = [tbl.seed000_table(metrics["mode"]), tbl.spectrum_table(metrics["mode"])]
