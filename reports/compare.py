@@ -166,8 +166,8 @@ class Comparison:
 
     def table(self) -> Table:
         """Only the metrics whose shown value changed: rates with their intervals side by side."""
-        columns = (*self._key_columns(), Column("metric", "text"), Column("A", "text"), Column("B", "text"),
-                   Column("B - A", "text"))
+        columns = (*self._key_columns(), Column("metric", "text"), Column("A", "ci"), Column("B", "ci"),
+                   Column("B - A", "ci"))
         rows = []
         for c in self.changes:
             if c.a is None or c.b is None:

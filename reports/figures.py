@@ -141,9 +141,11 @@ def heatmap(metrics: Metrics, context: Context) -> Plot:
     modes = list(dict.fromkeys(g.mode for g in metrics.groups))
     scenarios = sorted({g.get("scenario") for g in metrics.groups})
     cells = {(g.get("gateway_policy"), g.mode, g.get("scenario")): g for g in metrics.groups}
-    width = min(WIDTH * 1.6, max(WIDTH, 1.6 + 0.62 * len(scenarios) * len(policies)))
-    fig = _new(1.9 + 0.3 * len(modes) + 0.05 * max(len(s) for s in scenarios), width)
-    axes = fig.subplots(1, len(policies), sharey=True, squeeze=False)[0]
+    # Policies stacked, scenarios across: a paper's text width holds about ten scenario columns.
+    width = max(WIDTH, 1.8 + 0.62 * len(scenarios))
+    label_room = 0.06 * min(max(len(s) for s in scenarios), 28)
+    fig = _new(1.3 + len(policies) * (0.55 + 0.3 * len(modes)) + label_room, width)
+    axes = fig.subplots(len(policies), 1, sharex=True, squeeze=False)[:, 0]
     image = None
     for ax, policy in zip(axes, policies):
         grid = np.full((len(modes), len(scenarios)), np.nan)
@@ -162,6 +164,7 @@ def heatmap(metrics: Metrics, context: Context) -> Plot:
                 ax.text(j, i, text, ha="center", va="center", fontsize=FONT - 1, color="black" if dark else "white")
         ax.set_xticks(np.arange(len(scenarios)), [clean_text(s, 28) for s in scenarios], rotation=35, ha="right",
                       fontsize=FONT)
+        ax.tick_params(axis="x", labelbottom=ax is axes[-1])
         ax.set_yticks(np.arange(len(modes)), [clean_text(m, 28) for m in modes], fontsize=FONT)
         ax.set_title(f"gateway {policy}", fontsize=FONT + 0.5)
         ax.tick_params(length=0)
@@ -187,6 +190,11 @@ def latency(metrics: Metrics, samples: dict[tuple[str, ...], tuple[np.ndarray, n
         ax.set_title(title, fontsize=FONT + 0.5)
         ax.set_xlabel("ms", fontsize=FONT)
         ax.tick_params(axis="x", labelsize=FONT)
+        highest = max((float(d.max()) for d in data if d.size), default=0.0)
+        ax.set_xlim(0, highest * 1.05 if highest > 0 else 1)  # a latency is never negative
+        if highest <= 0:
+            ax.text(0.5, 0.5, "no latency recorded\n(scripted models answer at once)", transform=ax.transAxes,
+                    ha="center", va="center", fontsize=FONT, color="#555555")
     axes[0].set_yticks(np.arange(1, len(names) + 1), names, fontsize=FONT)
     axes[0].invert_yaxis()
     fig.supxlabel("box: p25-p75; line: median; whiskers: p5-p95; tick: p99", fontsize=FONT - 0.5)

@@ -1,4 +1,4 @@
-"""The report stage: traces -> metrics -> tables and figures -> files (Markdown, CSV, LaTeX, HTML, PNG, SVG)."""
+"""The report stage: traces -> metrics -> tables and figures -> files (Markdown, CSV, LaTeX, HTML, PNG, PDF)."""
 
 from __future__ import annotations
 
@@ -131,10 +131,12 @@ def build_report(paths: Sequence[Path | str], out: Path | None = None, formats: 
     intro = f"Grouped per {tbl.per(metrics[shown])}"
     if by == "scenario":
         intro += "; stop-correctness per mode x scenario"
-    sections = [Section("Figures", [], rendered, intro + ".")]
+    # The headline first, then the figures, then every grouping's tables (its headline only where not shown yet).
+    sections = [Section("Summary", [tbl.main_table(metrics[by])], []), Section("Figures", [], rendered, intro + ".")]
     for g in groupings:
         lead = mode_tables if g == "mode" else []
-        sections.append(Section(SECTION_TITLES[g], [tbl.main_table(metrics[g]), *lead, tbl.violations_table(metrics[g]),
+        main = [] if g == by else [tbl.main_table(metrics[g])]
+        sections.append(Section(SECTION_TITLES[g], [*main, *lead, tbl.violations_table(metrics[g]),
                                                     *tbl.full_tables(metrics[g])], []))
     warnings = skip_warnings(traces)
     header = status_lines(traces)
@@ -164,10 +166,10 @@ def _meta(traces: Traces, runs: pd.DataFrame, prices: PriceTable | None) -> list
 
 
 def _render(plot: figs.Plot) -> EmbeddedFigure:
-    png, svg = io.BytesIO(), io.BytesIO()
+    png, pdf = io.BytesIO(), io.BytesIO()
     plot.figure.savefig(png, format="png", dpi=DPI)
-    plot.figure.savefig(svg, format="svg", metadata={"Date": None})  # no date: same traces, same file
-    return EmbeddedFigure(plot.name, plot.title, png.getvalue(), svg.getvalue())
+    plot.figure.savefig(pdf, format="pdf", metadata={"CreationDate": None})  # no date: same traces, same file
+    return EmbeddedFigure(plot.name, plot.title, png.getvalue(), pdf.getvalue())
 
 
 def _write(out: Path, formats: Sequence[str], rendered: list[EmbeddedFigure], sections: list[Section],
@@ -184,7 +186,7 @@ def _write(out: Path, formats: Sequence[str], rendered: list[EmbeddedFigure], se
 
     for figure in rendered:
         put(out / "figures" / f"{figure.name}.png", figure.png)
-        put(out / "figures" / f"{figure.name}.svg", figure.svg)
+        put(out / "figures" / f"{figure.name}.pdf", figure.pdf)
     tables = [t for s in sections for t in s.tables]
     if "csv" in formats:
         for table in [*tables, *metric_tables]:

@@ -20,9 +20,8 @@ from reports.metrics import (DECISION_MAKERS, JUDGED_VERDICTS, KEY_HEADERS, STAT
 from reports.schema import BLOCK_REASONS
 from reports.stats import Spread
 
-Format = Literal["text", "int", "pct", "num", "ms", "usd"]
+Format = Literal["text", "int", "pct", "num", "ms", "usd", "ci"]  # ci: a rate's interval, shown as made
 MISSING = "–"  # shown for an undefined value (no runs, one sample for a std, k above the trials)
-WIDE_LATEX = 8  # a LaTeX table with more columns is scaled to the line width
 SUBJECT_WIDTH = 60  # a violation's subject is cut to this many characters in the tables
 
 
@@ -124,7 +123,7 @@ _POWER = re.compile(r"\^(\w+)")
 def latex_escape(text: str) -> str:
     """Text for LaTeX: specials escaped, ``x^k`` written as math (``pass^5`` -> ``pass$^{5}$``)."""
     parts = []
-    for index, piece in enumerate(_POWER.split(text)):
+    for index, piece in enumerate(_POWER.split(clean_text(text, limit=1 << 30).replace(" · ", "; "))):
         if index % 2:
             parts.append(f"$^{{{latex_escape(piece)}}}$")
         else:
@@ -133,29 +132,33 @@ def latex_escape(text: str) -> str:
 
 
 def to_latex(table: Table, context: str = "") -> str:
-    """A booktabs table float with caption and label; numbers right-aligned; wide tables scaled to the line."""
+    """A booktabs table float with caption and label; numbers right-aligned; scaled down only if wider than the line."""
     spec = "".join("r" if c.numeric else "l" for c in table.columns)
     lines = [f"% {table.title}: needs \\usepackage{{booktabs}} and \\usepackage{{graphicx}}",
-             "\\begin{table}[htbp]", "\\centering",
+             "\\begin{table}[htbp]", "\\centering", "\\small", "\\setlength{\\tabcolsep}{4pt}",
              f"\\caption{{{latex_escape(table.title + (f' ({context})' if context else ''))}}}",
-             f"\\label{{tab:{table.name.replace('_', '-')}}}"]
-    wide = len(table.columns) > WIDE_LATEX
-    if wide:
-        lines.append("\\resizebox{\\linewidth}{!}{%")
+             f"\\label{{tab:{table.name.replace('_', '-')}}}",
+             "\\setbox0=\\hbox{%"]
     lines += [f"\\begin{{tabular}}{{{spec}}}", "\\toprule",
               " & ".join(latex_escape(h) for h in table.headers) + " \\\\", "\\midrule"]
     lines += [" & ".join(latex_escape(cell) for cell in row) + " \\\\" for row in table.display_rows()]
-    lines += ["\\bottomrule", "\\end{tabular}" + ("}" if wide else "")]
+    lines += ["\\bottomrule", "\\end{tabular}}",
+              # The natural width when it fits, scaled to the line when it does not.
+              "\\leavevmode\\ifdim\\wd0>\\linewidth\\resizebox{\\linewidth}{!}{\\box0}\\else\\box0\\fi\\par"]
     if table.note:
         lines.append(f"\\par\\smallskip{{\\footnotesize {latex_escape(table.note)}\\par}}")
     lines.append("\\end{table}")
     return "\n".join(lines) + "\n"
 
 
+def _html_header(text: str) -> str:
+    """A header as HTML: ``pass^5`` written pass<sup>5</sup>."""
+    return _POWER.sub(r"<sup>\1</sup>", html.escape(text))
+
+
 def to_html(table: Table) -> str:
     """A plain HTML table; numeric cells carry class ``num`` (right-aligned, never wrapped)."""
-    head = "".join(f'<th class="{"num" if c.numeric else "text"}">{html.escape(c.header)}</th>'
-                   for c in table.columns)
+    head = "".join(f'<th class="{"num" if c.numeric else "text"}">{_html_header(c.header)}</th>' for c in table.columns)
     body = []
     for row in table.display_rows():
         cells = "".join(f'<td class="{"num" if c.numeric else "text"}">{html.escape(v)}</td>'
@@ -239,7 +242,7 @@ def main_table(metrics: Metrics) -> Table:
     k = metrics.max_k
     columns = (*key_columns(metrics), Column("n", "int"),
                *(Column(VERDICT_HEADERS[v], "int") for v in JUDGED_VERDICTS), Column("infra", "int"),
-               Column("stop-correct", "pct"), Column("95% CI", "text"), Column(f"pass^{k}" if k else "pass^k", "pct"),
+               Column("stop-correct", "pct"), Column("95% CI", "ci"), Column(f"pass^{k}" if k else "pass^k", "pct"),
                Column("unauthorized", "int"), Column("premature", "int"), Column("blocked", "int"))
     rows = tuple((*g.key, g.judged, *(_verdict(g, v) for v in JUDGED_VERDICTS), g.infrastructure, g.stop.rate,
                   interval(g.stop.low, g.stop.high), g.pass_k[-1] if k else None, g.unauthorized_side_effects,
@@ -390,8 +393,9 @@ def _spread(s: Spread) -> tuple[Any, ...]:
     return s.n, s.p50, s.p95, s.p99, s.mean, s.std
 
 
-def errors_table(metrics: Metrics) -> Table:
-    kinds = error_kinds(metrics)
+def errors_table(metrics: Metrics, every_kind: bool = False) -> Table:
+    """Errors per group; the kinds that occurred (``every_kind``: all of harness.errors, for the wide CSV)."""
+    kinds = error_kinds(metrics, every_kind)
     columns = (*key_columns(metrics), Column("runs", "int"), Column("error runs", "int"),
                Column("error rate", "pct"), Column("infra runs", "int"), Column("infra rate", "pct"),
                Column("mode error rate", "pct"),
@@ -406,10 +410,11 @@ def errors_table(metrics: Metrics) -> Table:
     return Table(f"errors_by_{metrics.grouping}", "Errors by kind", columns, rows, note)
 
 
-def error_kinds(metrics: Metrics) -> list[str]:
-    """Every kind harness.errors defines, then any other kind that occurred."""
+def error_kinds(metrics: Metrics, every_kind: bool = False) -> list[str]:
+    """The kinds harness.errors defines (those that occurred, or all), in its order; then any other kind seen."""
     seen = {k for g in metrics.groups for k in (*g.ended_by, *g.errors_seen)}
-    return [*ERROR_KINDS, *sorted(seen - set(ERROR_KINDS))]
+    known = [k for k in ERROR_KINDS if every_kind or k in seen]
+    return [*known, *sorted(seen - set(ERROR_KINDS))]
 
 
 def decisions_table(metrics: Metrics) -> Table:
@@ -421,16 +426,19 @@ def decisions_table(metrics: Metrics) -> Table:
     return Table(f"decisions_by_{metrics.grouping}", "Who decided", columns, rows, note)
 
 
-def full_tables(metrics: Metrics) -> list[Table]:
+def full_tables(metrics: Metrics, every_kind: bool = False) -> list[Table]:
     """Every metric of a grouping, as thematic tables (one row a group)."""
     return [verdicts_table(metrics), correctness_table(metrics), pass_k_table(metrics), side_effects_table(metrics),
-            blocked_table(metrics), cost_table(metrics), latency_table(metrics), errors_table(metrics),
+            blocked_table(metrics), cost_table(metrics), latency_table(metrics), errors_table(metrics, every_kind),
             decisions_table(metrics)]
 
 
 def metrics_table(metrics: Metrics) -> Table:
-    """One wide row per group with every metric at full precision: the machine-readable full table."""
-    parts = full_tables(metrics)
+    """One wide row per group with every metric at full precision: the machine-readable full table.
+
+    Its columns do not depend on what happened (every error kind is there), so files of two runs line up.
+    """
+    parts = full_tables(metrics, every_kind=True)
     width = len(metrics.keys)
     columns = list(parts[0].columns)
     rows = [list(r) for r in parts[0].rows]

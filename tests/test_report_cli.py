@@ -48,7 +48,7 @@ def test_report_writes_every_format_and_matches_the_trace(random_run, tmp_path):
         assert float(rows[mode]["rate"]) == pytest.approx(correct[mode] / 20)
     for name in FIGURES:
         assert (out / "figures" / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-        assert b"<svg" in (out / "figures" / f"{name}.svg").read_bytes()[:500]
+        assert (out / "figures" / f"{name}.pdf").read_bytes()[:5] == b"%PDF-"
     latex = (out / "tables" / "spectrum.tex").read_text()
     assert "\\toprule" in latex and "\\bottomrule" in latex and "react\\_guarded" in latex
     markdown = (out / "report.md").read_text()
