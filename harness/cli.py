@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -13,35 +12,10 @@ from typer.exceptions import Abort, TyperException
 from tabulate import tabulate
 
 from harness.errors import UserInputError
-from harness.gateway import GATEWAY_POLICIES
-from harness.models import resolve_model
-from harness.models.base import ModelSource
 from harness.progress import MatrixProgress
-from harness.scenario import load_all, select_scenarios
-from harness.summary import mode_table
-from harness.trace import TraceWriter
-from modes import MODES, select_modes
-
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-# The committed recording of the bundled real model: what `bench run` replays when given no model.
-RECORDED_MODEL = PROJECT_ROOT / "results" / "recorded" / "smollm2-135m"
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Measure how agent control modes behave when rules conflict.")
-
-
-def default_scenarios_dir() -> Path:
-    local = Path.cwd() / "scenarios"
-    return local if local.is_dir() else PROJECT_ROOT / "scenarios"
-
-
-def default_results_dir() -> Path:
-    return Path.cwd() / "results" if (Path.cwd() / "scenarios").is_dir() else PROJECT_ROOT / "results"
-
-
-def split_names(values: list[str] | None) -> list[str]:
-    """Accepts repeated flags and comma-separated lists alike."""
-    return [name.strip() for value in values or [] for name in value.split(",") if name.strip()]
 
 
 ScenariosDir = Annotated[Optional[Path], typer.Option("--scenarios-dir", help="Folder of scenario YAML files.")]
@@ -49,22 +23,22 @@ ScenariosDir = Annotated[Optional[Path], typer.Option("--scenarios-dir", help="F
 
 @app.command("list")
 def list_command(scenarios_dir: ScenariosDir = None) -> None:
-    """List the control modes and the scenarios."""
-    rows = [[name, MODES[name].summary] for name in select_modes(["all"])]
-    typer.echo(tabulate(rows, headers=["mode", "what decides the next step"], tablefmt="simple"))
+    """List the control modes (who decides the next step, who can stop a run) and the scenarios."""
+    from harness.run import catalog
+
+    found = catalog(scenarios_dir)
+    typer.echo(tabulate(found.modes, headers=["mode", "what it does", "who decides the next step",
+                                              "who can really stop the run"], tablefmt="simple"))
     typer.echo()
-    scenarios = load_all(scenarios_dir or default_scenarios_dir())
-    rows = [[s.id, s.title, s.oracle.expected_stop] for s in scenarios.values()]
-    typer.echo(tabulate(rows, headers=["scenario", "title", "correct stop"], tablefmt="simple"))
+    typer.echo(tabulate(found.scenarios, headers=["scenario", "title", "correct stop"], tablefmt="simple"))
 
 
 @app.command("check-scenarios")
 def check_scenarios_command(scenarios_dir: ScenariosDir = None) -> None:
     """Sanity-check every scenario: its reference path meets its oracle; scripted:eager fares as declared."""
-    from harness.sanity import check_scenario
+    from harness.run import check_scenarios
 
-    modes = select_modes(["all"])
-    reports = [check_scenario(s, modes) for s in load_all(scenarios_dir or default_scenarios_dir()).values()]
+    reports = check_scenarios(scenarios_dir)
     rows = [[r.scenario, r.reference.suspended_at or r.reference.status,
              f"{sum(e.met for e in r.expectations)}/{len(r.expectations)}", "ok" if r.passed else "FAILED"]
             for r in reports]
@@ -80,7 +54,7 @@ def check_scenarios_command(scenarios_dir: ScenariosDir = None) -> None:
 @app.command("schema")
 def schema_command() -> None:
     """Print the scenario format as JSON Schema (the shipped scenarios/schema/scenario.schema.json)."""
-    from harness.scenario import scenario_schema_text
+    from harness.run import scenario_schema_text
 
     typer.echo(scenario_schema_text(), nl=False)
 
@@ -89,89 +63,65 @@ def schema_command() -> None:
 def run_command(
     mode: Annotated[Optional[list[str]], typer.Option("--mode", "-m", help="'all' or mode names (repeat or comma-separate).")] = None,
     scenario: Annotated[Optional[list[str]], typer.Option("--scenario", "-s", help="'all' or scenario names.")] = None,
-    model: Annotated[Optional[str], typer.Option(help="scripted:compliant|eager|looping|random, or replay:DIR (default: replay of results/recorded/smollm2-135m).")] = None,
+    model: Annotated[Optional[str], typer.Option(help="scripted:compliant|eager|looping|random, replay:DIR, live (LLM_API_URL, LLM_MODEL, LLM_API_KEY) or local (the bundled SmolLM2-135M). Default: replay of results/recorded/smollm2-135m.")] = None,
     trials: Annotated[Optional[int], typer.Option(help="Runs per scenario x mode cell (default 1; a replay: the recording's).")] = None,
     seed: Annotated[Optional[int], typer.Option(help="Matrix seed; each run's seed derives from it and the cell (default 0; a replay: the recording's).")] = None,
-    out: Annotated[Optional[Path], typer.Option(help="Output folder (default: a new folder under results/).")] = None,
-    replace: Annotated[bool, typer.Option("--replace", help="Replace the run in --out once this one completes (re-recording).")] = False,
-    gateway: Annotated[str, typer.Option(help="enforce: broken rules are blocked; audit: recorded but committed.")] = "enforce",
+    out: Annotated[Optional[Path], typer.Option(help="Output folder, new or empty (default: a new folder under results/).")] = None,
+    replace: Annotated[bool, typer.Option("--replace", help="Replace the bench run in --out once this one completes (re-recording).")] = False,
+    gateway: Annotated[Optional[str], typer.Option(help="enforce: broken rules are blocked; audit: recorded but committed (default enforce; a replay: the recording's).")] = None,
     concurrency: Annotated[int, typer.Option(help="Runs (and live requests) in flight at once.")] = 1,
-    live: Annotated[bool, typer.Option("--live", help="Ask the OpenAI-compatible endpoint in LLM_API_URL / LLM_MODEL / LLM_API_KEY; records every exchange.")] = False,
-    local_model: Annotated[bool, typer.Option("--local-model", help="With --live: start the bundled SmolLM2 model on 127.0.0.1, run, stop it.")] = False,
-    temperature: Annotated[Optional[float], typer.Option(help="--live: sampling temperature (default 0.7).")] = None,
-    max_tokens: Annotated[Optional[int], typer.Option(help="--live: completion token limit per call (default 512).")] = None,
-    response_format: Annotated[Optional[str], typer.Option(help="--live: json_schema | json_object (llama.cpp) | none (schema in the prompt). Default: json_object with --local-model, else json_schema.")] = None,
-    no_thinking: Annotated[bool, typer.Option("--no-thinking", help='--live: send thinking: {"type": "disabled"} (reasoning models).')] = False,
-    timeout: Annotated[Optional[float], typer.Option(help="--live: seconds per request attempt (default 120).")] = None,
-    retries: Annotated[Optional[int], typer.Option(help="--live: retries on 429, 5xx, timeouts, connection errors (default 3).")] = None,
-    backoff: Annotated[Optional[float], typer.Option(help="--live: first back-off in seconds, doubled each retry, with jitter (default 1).")] = None,
+    live: Annotated[bool, typer.Option("--live", help="Same as --model live.")] = False,
+    local_model: Annotated[bool, typer.Option("--local-model", help="Same as --model local.")] = False,
+    temperature: Annotated[Optional[float], typer.Option(help="Live: sampling temperature (default 0.7).")] = None,
+    max_tokens: Annotated[Optional[int], typer.Option(help="Live: completion token limit per call (default 512).")] = None,
+    response_format: Annotated[Optional[str], typer.Option(help="Live: json_schema | json_object (llama.cpp) | none (schema in the prompt). Default: json_object for local, else json_schema.")] = None,
+    no_thinking: Annotated[bool, typer.Option("--no-thinking", help='Live: send thinking: {"type": "disabled"} (reasoning models).')] = False,
+    timeout: Annotated[Optional[float], typer.Option(help="Live: seconds per request attempt (default 120).")] = None,
+    retries: Annotated[Optional[int], typer.Option(help="Live: retries on 429, 5xx, timeouts, connection errors (default 3).")] = None,
+    backoff: Annotated[Optional[float], typer.Option(help="Live: first back-off in seconds, doubled each retry, with jitter (default 1).")] = None,
+    provider: Annotated[Optional[str], typer.Option(help="Live: auto|openai|azure|vllm|ollama|llamacpp|deepseek|dashscope|gemini|generic (default auto: from the URL and /models; README: provider profiles).")] = None,
+    strict_schema: Annotated[bool, typer.Option("--strict-schema", help="Live: OpenAI strict structured outputs; names each scenario argument that cannot be strict.")] = False,
+    max_response_bytes: Annotated[Optional[int], typer.Option(help="Live: read at most this many bytes of an answer (default 4 MiB); past it the answer is a parse error.")] = None,
     scenarios_dir: ScenariosDir = None,
 ) -> None:
     """Run the matrix scenario x mode x trial and write traces.jsonl and manifest.json."""
-    from harness import session
+    from harness.run import RunSpec, run
+    from harness.summary import table_for
 
-    live = live or local_model
-    live_flags = {"--temperature": temperature, "--max-tokens": max_tokens, "--response-format": response_format,
-                  "--timeout": timeout, "--retries": retries, "--backoff": backoff, "--no-thinking": no_thinking or None}
-    if not live and (given := [flag for flag, value in live_flags.items() if value is not None]):
-        raise UserInputError(f"{given[0]} applies to --live runs only")
-    if live and model is not None:
-        raise UserInputError("--model cannot be combined with --live: a live run asks the endpoint in LLM_API_URL")
-    if trials is not None and trials < 1:
-        raise UserInputError(f"--trials must be at least 1, got {trials}")
-    if concurrency < 1:
-        raise UserInputError(f"--concurrency must be at least 1, got {concurrency}")
-    if gateway not in GATEWAY_POLICIES:
-        raise UserInputError(f"--gateway must be one of {', '.join(GATEWAY_POLICIES)}, got '{gateway}'")
-    if replace and out is None:
-        raise UserInputError("--replace needs --out: the folder whose run is replaced")
+    live_options = {name: value for name, value in {
+        "response_format": response_format, "disable_thinking": no_thinking or None, "temperature": temperature,
+        "max_tokens": max_tokens, "timeout_s": timeout, "retries": retries, "backoff_s": backoff,
+        "provider": provider, "strict_schema": strict_schema or None, "max_response_bytes": max_response_bytes}.items()
+        if value is not None}
+    spec = RunSpec.build(env=os.environ,  # the key is read from the environment here, and only here
+                         modes=mode or (), scenarios=scenario or (), scenarios_dir=scenarios_dir,
+                         model=_model_alias(model, live, local_model), live=live_options or None, trials=trials,
+                         seed=seed, concurrency=concurrency, gateway=gateway, out=out, replace=replace,
+                         command=sys.argv)
+    with MatrixProgress() as progress:
+        result = run(spec, on_done=lambda cell, outcome: progress.done(outcome), notify=_note,
+                     on_plan=lambda matrix: progress.plan(matrix.size))
+    typer.echo(table_for(result.traces))
+    typer.echo(f"\n{result.manifest.runs} runs, traces in {result.traces}")
+    if result.interrupted:
+        _interrupted(result.stop.exit_code)
 
-    folder = scenarios_dir or default_scenarios_dir()
-    mode_names, scenario_names = split_names(mode), split_names(scenario)
-    select_modes(mode_names)  # named modes and scenarios fail first, whatever the model
-    select_scenarios(folder, scenario_names)
-    if live:
-        options = session.LiveOptions(**{name: value for name, value in {
-            "response_format": response_format, "disable_thinking": no_thinking, "temperature": temperature,
-            "max_tokens": max_tokens, "timeout_s": timeout, "retries": retries, "backoff_s": backoff,
-            "concurrency": concurrency}.items() if value is not None})  # type: ignore[arg-type]
-        # Checked before the server starts, so a bad flag costs nothing; the key is read here and only here.
-        live_settings = None if local_model else session.live_config(os.environ, options)
-        options.check()
-        source: ModelSource | None = None
-    else:
-        source = resolve_model(model or f"replay:{RECORDED_MODEL}")
-    matrix = session.plan_matrix(source, mode_names, scenario_names, trials, seed, folder)
-    for note in matrix.notes:
-        typer.echo(f"note: {note}", err=True)
-    out_dir, staging = session.out_folder(out, replace, default_results_dir())  # before a server starts for nothing
 
-    with ExitStack() as stack:
-        manifest = dict(matrix.manifest)
-        if live:
-            from harness.models.live import LiveSource
-            from harness.models.recording import RECORDING_FILE, RecordingSource
+def _model_alias(model: str | None, live: bool, local_model: bool) -> str | None:
+    """--live and --local-model are the old spellings of --model live and --model local."""
+    alias = "local" if local_model else "live" if live else None
+    if alias is not None and model is not None and model != alias:
+        raise UserInputError(f"--model {model} cannot be combined with --{'local-model' if local_model else 'live'}")
+    return alias or model
 
-            if local_model:
-                from harness.models.server import LocalModelServer
 
-                typer.echo("starting the bundled model server (SmolLM2-135M, llama.cpp) ...", err=True)
-                server = stack.enter_context(LocalModelServer())
-                live_settings = session.local_config(server.base_url, server.model, options)
-            assert live_settings is not None
-            manifest.update(session.live_manifest(live_settings, local_model=local_model))
-            recorder = stack.enter_context(TraceWriter(out_dir / RECORDING_FILE))
-            source = RecordingSource(LiveSource(live_settings), recorder.write)
-        assert source is not None
-        progress = stack.enter_context(MatrixProgress(len(matrix.modes) * len(matrix.scenarios) * matrix.trials))
-        outcomes, run = session.run_into(source, matrix, gateway, concurrency, out_dir, manifest, sys.argv,
-                                         on_done=lambda cell, outcome: progress.done(outcome))
-    final = run.path
-    if staging and out is not None:
-        session.swap_in(out_dir, out)
-        final = out
-    typer.echo(mode_table(outcomes))
-    typer.echo(f"\n{len(outcomes)} runs, traces in {final / 'traces.jsonl'}")
+def _note(line: str) -> None:
+    typer.echo(line, err=True)
+
+
+def _interrupted(code: int) -> None:
+    typer.echo("interrupted; finished trace lines are kept and the manifest says interrupted", err=True)
+    raise typer.Exit(code)
 
 
 @app.command("replay")
@@ -181,42 +131,70 @@ def replay_command(
     scenarios_dir: ScenariosDir = None,
 ) -> None:
     """Re-run a recorded matrix offline and compare it with the recording: exit 0 if every run matches, else 1."""
-    from harness import session
+    from harness.run import replay
 
-    out_dir, _ = session.out_folder(out, False, default_results_dir())
-    with MatrixProgress(None) as progress:
-        check = session.replay_recording(folder, scenarios_dir or default_scenarios_dir(), out_dir, sys.argv,
-                                         on_done=lambda cell, outcome: progress.done(outcome))
+    with MatrixProgress() as progress:
+        check = replay(folder, scenarios_dir=scenarios_dir, out=out, notify=_note,
+                       on_done=lambda cell, outcome: progress.done(outcome),
+                       on_plan=lambda matrix: progress.plan(matrix.size))
     for note in check.notes:
-        typer.echo(f"note: {note}", err=True)
+        _note(f"note: {note}")
+    if check.result.interrupted:
+        _interrupted(check.result.stop.exit_code)
+    runs = check.result.manifest.runs
     if not check.divergences:
-        typer.echo(f"replay of {folder}: {len(check.outcomes)} runs, every run's events and outcome match the recording")
+        typer.echo(f"replay of {folder}: {runs} runs, every run's events and outcome match the recording; "
+                   f"the replay is in {check.result.folder}")
         return
     for divergence in check.divergences:
         typer.echo(divergence.describe())
-    typer.echo(f"\n{len(check.divergences)} runs differ from the recording in {folder}; the replay is in {check.replay_path}")
+    typer.echo(f"\n{len(check.divergences)} runs differ from the recording in {folder}; "
+               f"the replay is in {check.result.folder}")
     raise typer.Exit(1)
+
+
+@app.command("probe")
+def probe_command(
+    model: Annotated[str, typer.Option(help="live (LLM_API_URL, LLM_MODEL, LLM_API_KEY) or local (the bundled model, started then stopped).")] = "live",
+    provider: Annotated[Optional[str], typer.Option(help="auto|openai|azure|vllm|ollama|llamacpp|deepseek|dashscope|gemini|generic (default auto).")] = None,
+    local_model: Annotated[bool, typer.Option("--local-model", help="Same as --model local.")] = False,
+    timeout: Annotated[float, typer.Option(help="Seconds per request.")] = 60.0,
+) -> None:
+    """Ask an endpoint one tiny request per capability and print what it supports; no matrix is run."""
+    from harness.run import probe_endpoint
+
+    description, rows = probe_endpoint("local" if local_model else model, env=os.environ, provider=provider,
+                                       timeout_s=timeout, notify=_note)
+    typer.echo(description)
+    typer.echo(tabulate([[r.capability, r.verdict, r.detail] for r in rows],
+                        headers=["capability", "answer", "detail"], tablefmt="simple"))
+    if not any(r.verdict == "yes" for r in rows):
+        typer.echo("error: the endpoint accepted none of the probes", err=True)
+        raise typer.Exit(1)
 
 
 @app.command("serve-model")
 def serve_model_command(
     port: Annotated[Optional[int], typer.Option(help="Port on 127.0.0.1 (default: a free one).")] = None,
 ) -> None:
-    """Serve the bundled SmolLM2 model (llama.cpp, OpenAI-compatible) on 127.0.0.1 until Ctrl-C."""
-    from harness.models.server import LocalModelServer
+    """Serve the bundled SmolLM2 model (llama.cpp, OpenAI-compatible) on 127.0.0.1 until Ctrl-C or SIGTERM."""
+    from harness.run import StopRequest, model_server
 
     if port is not None and not 0 < port < 65536:
         raise UserInputError(f"--port must be between 1 and 65535, got {port}")
     typer.echo("starting the bundled model server (SmolLM2-135M, llama.cpp) ...", err=True)
-    server = LocalModelServer(port).start()
+    stop = StopRequest()
+    server = model_server(port)
     try:
-        typer.echo(f"export LLM_API_URL={server.base_url}")
-        typer.echo(f"export LLM_MODEL={server.model}")
-        typer.echo("export LLM_API_KEY=local  # the local server checks no key; any value will do")
-        typer.echo("serving; Ctrl-C stops the server", err=True)
-        code = server.wait()
-        raise UserInputError(f"the local model server exited with code {code}: {server.log_tail()}")
-    except KeyboardInterrupt:
+        with stop.installed():  # SIGTERM unwinds like Ctrl-C, so the server is always stopped
+            server.start()
+            typer.echo(f"export LLM_API_URL={server.base_url}")
+            typer.echo(f"export LLM_MODEL={server.model}")
+            typer.echo("export LLM_API_KEY=local  # the local server checks no key; any value will do")
+            typer.echo("serving; Ctrl-C stops the server", err=True)
+            code = server.wait()
+            raise UserInputError(f"the local model server exited with code {code}: {server.log_tail()}")
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the normal way to stop serving
         typer.echo("server stopped", err=True)
     finally:
         server.stop()
@@ -294,7 +272,7 @@ def main() -> None:
         message = exc.format_message()
         typer.echo(message if "\n" in message else f"error: {message}", err=True)
         sys.exit(exc.exit_code)
-    except Abort:
+    except (Abort, KeyboardInterrupt):
         typer.echo("interrupted; finished trace lines are kept", err=True)
         sys.exit(130)
     if code == 130:  # typer turns Ctrl-C into exit code 130

@@ -9,10 +9,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.clock import Clock
-from harness.errors import ModelError
+from harness.errors import ErrorKind, ModelError
 from harness.gateway import ActionRecord, Gateway
 from harness.models.base import Model, ModelReply, ModelRequest, PolicyView, Purpose, RequestMeta
-from harness.scenario import Limits, Scenario
+from harness.scenario import Condition, Limits, Scenario, Truth
+from harness.signals import StopRequest
 from harness.trace import DecisionMaker, ErrorInfo, EventKind, RunOutcome, TraceEvent, Usage
 
 
@@ -30,8 +31,10 @@ class RunInfo:
 class RunTrace:
     """Emits one run's events with its fields filled in, and keeps the run's counters."""
 
-    def __init__(self, sink: Callable[[TraceEvent], None], info: RunInfo, clock: Clock):
+    def __init__(self, sink: Callable[[TraceEvent], None], info: RunInfo, clock: Clock,
+                 stop: StopRequest | None = None):
         self._sink, self.info, self._clock = sink, info, clock
+        self._stop = stop or StopRequest()
         self.seq = 0
         self.last_step = 0  # the step of the latest event: where a failure after a model call belongs
         self.llm_calls = 0
@@ -41,7 +44,10 @@ class RunTrace:
     def emit(self, *, step: int, decision_maker: DecisionMaker, kind: EventKind, action: str | None = None,
              args: Any = None, result: str | None = None, latency_ms: float | None = None,
              usage: Usage | None = None, error: ErrorInfo | None = None, detail: dict[str, Any] | None = None,
-             outcome: RunOutcome | None = None) -> TraceEvent:
+             outcome: RunOutcome | None = None, final: bool = False) -> TraceEvent:
+        """Writes one event; once a stop was requested, only the run's final summary still goes out."""
+        if not final:
+            self._stop.check()
         info = self.info
         event = TraceEvent(
             run_id=info.run_id, scenario=info.scenario, mode=info.mode, model=info.model, trial=info.trial,
@@ -59,7 +65,12 @@ class RunTrace:
 
 @dataclass(frozen=True)
 class RunContext:
-    """Everything a mode may use. Tests swap any part; a mode never touches network, files or terminal."""
+    """Everything a mode may use. Tests swap any part; a mode never touches network, files or terminal.
+
+    A mode reads the gateway and the trace only through the queries and emits below (``approved``,
+    ``argument_problem``, ``holds``; ``act``, ``decide``, ``suspend``, ...), never the store or the
+    writer themselves: the gateway is the only path to a side effect, the runtime the only author of events.
+    """
 
     scenario: Scenario
     model: Model
@@ -76,7 +87,7 @@ class RunContext:
             purpose=purpose, messages=tuple(messages), response_schema=schema, offered=tuple(offered),
             view=PolicyView(
                 catalog=self.scenario.actions, history=tuple(self.gateway.records),
-                approvals=frozenset(g.name for g in self.scenario.gates if self.gateway.store.approved(g.name)), agent_role=self.scenario.agent_role,
+                approvals=self.open_gates(), agent_role=self.scenario.agent_role,
                 max_plan_steps=self.limits.max_steps + 1, feedback=feedback,
             ),
             meta=RequestMeta(scenario=self.scenario.id, mode=self.trace.info.mode, step=step,
@@ -102,15 +113,49 @@ class RunContext:
         trace.llm_calls += 1
         trace.usage = trace.usage + reply.usage
         proposal = reply.proposal
-        proposed = proposal.get("action") if isinstance(proposal, dict) and purpose == "next_action" else None
+        # A next action comes as {"step": {"action": ...}} (object-root schemas); scripted models answer the bare step.
+        chosen = proposal.get("step", proposal) if isinstance(proposal, dict) else None
+        proposed = chosen.get("action") if isinstance(chosen, dict) and purpose == "next_action" else None
         trace.emit(step=step, decision_maker="llm", kind="model_call", action=proposed, args=proposal,
                    result="proposed", latency_ms=reply.latency_ms, usage=reply.usage,
                    detail={"purpose": purpose, "offered": list(offered), "attempts": len(reply.failed_attempts) + 1})
         return reply
 
+    # ------------------------------------------------------------ read-only queries (never a side effect)
+
+    def approved(self, gate: str) -> bool:
+        """Whether the gate lets its actions through now: approved, or its condition does not apply."""
+        return self.gateway.store.approved(gate)
+
+    def open_gates(self) -> frozenset[str]:
+        """Every gate of the scenario that lets its actions through now."""
+        return frozenset(g.name for g in self.scenario.gates if self.approved(g.name))
+
+    def argument_problem(self, action: str, args: Any) -> str | None:
+        """The first way ``args`` fails the action's argument schema; None when they fit (or no such action)."""
+        spec = self.scenario.action_map.get(action)
+        return None if spec is None else self.gateway.argument_problem(spec, args)
+
+    def holds(self, condition: Condition | None) -> bool:
+        """Whether a store condition certainly holds (one that cannot be evaluated does not); none holds trivially."""
+        return condition is None or condition.holds(self.gateway.store.artifacts)
+
+    def evaluate(self, condition: Condition) -> Truth:
+        """A store condition's value: True, False, or unknown with the reason (code never routes on unknowns)."""
+        return condition.evaluate(self.gateway.store.artifacts)
+
+    # ------------------------------------------------------------ the model proposes, the gateway decides
+
     def act(self, action: str, args: Any, *, allowed: Collection[str], step: int) -> ActionRecord:
         """Sends an action through the gateway and traces the gateway's verdict."""
-        record = self.gateway.execute(action, args, allowed=allowed, step=step)
+        return self._traced(self.gateway.execute(action, args, allowed=allowed, step=step))
+
+    def request_approval(self, gate: str, *, step: int, for_action: str | None = None) -> ActionRecord:
+        """Asks for a gate's approval through the gateway (a recorded wait, or blocked) before a mode suspends."""
+        return self._traced(self.gateway.request_approval(gate, step=step, for_action=for_action))
+
+    def _traced(self, record: ActionRecord) -> ActionRecord:
+        action, args, step = record.action, record.args, record.step
         detail: dict[str, Any] = {"observation": record.observation}
         if record.reason:
             detail["reason"] = record.reason
@@ -132,6 +177,21 @@ class RunContext:
         """Traces the run stopping at a gate; the mode returns right after."""
         self.trace.emit(step=step, decision_maker=decision_maker, kind="suspend", action=gate,
                         result="run_suspended", detail=detail)
+
+    def transition(self, step: int, source: str, target: str) -> None:
+        """Traces the workflow moving from one node to the next (code's choice)."""
+        self.trace.emit(step=step, decision_maker="workflow", kind="transition", action=target, result="transition",
+                        detail={"from": source, "to": target})
+
+    def plan_verdict(self, verdict: str, reasons: list[str], revision: int) -> None:
+        """Traces the plan validator's verdict on a proposed plan."""
+        self.trace.emit(step=0, decision_maker="plan_validator", kind="plan_validation", result=verdict,
+                        detail={"reasons": reasons, "revision": revision})
+
+    def fail(self, step: int, decision_maker: DecisionMaker, where: str, kind: ErrorKind, message: str) -> None:
+        """Traces an error the mode ends the run with (a workflow's error exit); the mode returns right after."""
+        self.trace.emit(step=step, decision_maker=decision_maker, kind="error", action=where, result="run_error",
+                        error=ErrorInfo(kind=kind, message=message))
 
     def _trace_retries(self, attempts: tuple, step: int) -> None:
         for number, attempt in enumerate(attempts, start=1):

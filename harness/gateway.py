@@ -4,16 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import jsonschema
 
 from harness.scenario import ActionSpec, Scenario
+from harness.spec import GatewayPolicy
 from harness.store import VirtualStore
 from harness.trace import ActionStatus
 
-GatewayPolicy = Literal["enforce", "audit"]
-GATEWAY_POLICIES: tuple[str, ...] = ("enforce", "audit")
 
 
 @dataclass(frozen=True)
@@ -29,6 +28,7 @@ class ActionRecord:
     side_effect: bool  # a write or irreversible action that committed
     violations: tuple[str, ...]  # rules it broke; under "audit" it still committed
     premature: bool  # a gated side effect committed without its approval
+    gate: str | None = None  # a wait, or a mode's approval request: the gate it waits for
 
 
 class Gateway:
@@ -60,6 +60,30 @@ class Gateway:
             return self._record(step, name, args, "blocked", violations[0], observation, violations)
         return self._apply(step, spec, args, violations)
 
+    def request_approval(self, gate: str, *, step: int, for_action: str | None = None) -> ActionRecord:
+        """Records a mode's request for a gate's approval as a wait, so every suspension is in the record.
+
+        The record goes under the gate's declared wait action (``approval:<gate>`` when it has none). Nobody can
+        be asked to approve what cannot exist yet: when the wait action's or the gated action's (``for_action``)
+        preconditions are missing, the request is blocked (``enforce``) or recorded with the violation (``audit``).
+        """
+        wait = self.scenario.wait_for(gate)
+        name = wait.name if wait is not None else f"approval:{gate}"
+        target = self.scenario.action_map.get(for_action or "")
+        needs = [*(wait.requires if wait is not None else ()), *(target.requires if target is not None else ())]
+        missing = [key for key in dict.fromkeys(needs) if not self.store.has(key)]
+        violations = ("precondition",) if missing else ()
+        if missing and self.policy == "enforce":
+            asked_for = f" for '{for_action}'" if for_action else ""
+            observation = {"blocked": "precondition", "gate": gate,
+                           "detail": f"approval '{gate}'{asked_for} cannot be asked for: {', '.join(missing)} missing"}
+            return self._record(step, name, {}, "blocked", "precondition", observation, violations, gate=gate)
+        self.store.wait_markers.append(gate)
+        observation = {"wait_marker": gate, "approval": "approved" if self.store.approved(gate) else "pending"}
+        if for_action:
+            observation["requested_for"] = for_action
+        return self._record(step, name, {}, "wait_recorded", None, observation, violations, gate=gate)
+
     def argument_problem(self, spec: ActionSpec, args: Any) -> str | None:
         """The first way ``args`` fails the action's argument schema, or None."""
         validator = self._validators.get(spec.name)
@@ -85,7 +109,8 @@ class Gateway:
 
     def _explain(self, spec: ActionSpec, violation: str) -> str:
         if violation == "gate_closed":
-            return f"'{spec.name}' needs approval '{spec.gate}', which has not been given"
+            why = self.store.gate_closed_because(spec.gate or "")
+            return f"'{spec.name}' needs approval '{spec.gate}', which has not been given" + (f"; {why}" if why else "")
         if violation == "precondition":
             missing = [key for key in spec.requires if not self.store.has(key)]
             return f"'{spec.name}' needs {', '.join(missing)} first"
@@ -120,13 +145,14 @@ class Gateway:
         return self._record(step, spec.name, args, status, None, observation, violations)
 
     def _record(self, step: int, name: str, args: Any, status: ActionStatus, reason: str | None,
-                observation: Any, violations: tuple[str, ...]) -> ActionRecord:
+                observation: Any, violations: tuple[str, ...], *, gate: str | None = None) -> ActionRecord:
         spec = self.scenario.action_map.get(name)
         side_effect = status == "committed"
         record = ActionRecord(
             step=step, action=name, args=args, status=status, reason=reason, observation=observation,
             side_effect=side_effect, violations=violations,
             premature=side_effect and spec is not None and "gate_closed" in violations,
+            gate=gate if gate is not None else spec.gate if spec is not None and spec.kind == "wait" else None,
         )
         self.records.append(record)
         return record

@@ -13,7 +13,7 @@ from harness.trace import RunOutcome
 class MatrixProgress:
     """Shown only when stderr is a terminal, so logs and captured output stay clean."""
 
-    def __init__(self, total: int | None, *, console: Console | None = None):  # None: not known up front
+    def __init__(self, total: int | None = None, *, console: Console | None = None):  # None: not known yet
         self.console = console or Console(stderr=True)
         self.errors = 0
         self._progress = Progress(
@@ -22,6 +22,10 @@ class MatrixProgress:
             console=self.console, disable=not self.console.is_terminal, transient=False,
         )
         self._task = self._progress.add_task("runs", total=total, errors=0)
+
+    def plan(self, total: int) -> None:
+        """The matrix's size, once it is known (a replay learns it from the recording)."""
+        self._progress.update(self._task, total=total)
 
     def done(self, outcome: RunOutcome) -> None:
         """Counts one finished run; a run that ended with status error counts as an error."""

@@ -4,26 +4,22 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import platform
 import random
-import sys
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from importlib import metadata
-from pathlib import Path
-from typing import Any
 
-from harness import __version__
 from harness.clock import Clock, SystemClock
 from harness.context import RunContext, RunInfo, RunTrace
-from harness.errors import ModelError, UserInputError
-from harness.gateway import Gateway, GatewayPolicy
+from harness.errors import ModelError
+from harness.gateway import Gateway
 from harness.models.base import ModelSource
 from harness.outcome import ModeResult, judge
 from harness.scenario import Scenario
+from harness.signals import RunInterrupted, StopRequest
+from harness.spec import GatewayPolicy
 from harness.store import VirtualStore
-from harness.trace import ErrorInfo, RunOutcome, TraceEvent, TraceWriter, write_json_atomic
+from harness.trace import ErrorInfo, RunOutcome, TraceEvent
 from modes import get_mode
 
 
@@ -46,11 +42,12 @@ class MatrixConfig:
     gateway_policy: GatewayPolicy = "enforce"
     clock: Clock = field(default_factory=SystemClock)
     new_run_id: Callable[[], str] = field(default=lambda: uuid.uuid4().hex[:16])
+    stop: StopRequest = field(default_factory=StopRequest)  # set by SIGINT/SIGTERM: runs end at their next event
 
 
-def cells_for(scenarios: list[Scenario], modes: list[str], trials: int) -> list[Cell]:
-    """The matrix in a stable order: scenario, then mode, then trial."""
-    return [Cell(s, m, t) for s in scenarios for m in modes for t in range(1, trials + 1)]
+def cells_for(scenarios: Sequence[Scenario], modes: Sequence[str], trials: int) -> Iterator[Cell]:
+    """The matrix in a stable order (scenario, then mode, then trial), generated lazily: memory stays flat in trials."""
+    return (Cell(s, m, t) for s in scenarios for m in modes for t in range(1, trials + 1))
 
 
 def run_seed(seed: int, cell: Cell) -> int:
@@ -60,97 +57,66 @@ def run_seed(seed: int, cell: Cell) -> int:
 
 
 async def run_cell(cell: Cell, config: MatrixConfig, sink: Callable[[TraceEvent], None]) -> RunOutcome:
-    """Runs one cell to its summary event. Model and harness errors end this run only."""
+    """Runs one cell to its summary event. Model and harness errors end this run only; a stop request ends it
+    with an ``interrupted`` summary and is raised on, so the matrix stops too."""
     seed = run_seed(config.seed, cell)
     scenario = cell.scenario
     model = config.model.for_run(seed)
     info = RunInfo(run_id=config.new_run_id(), scenario=scenario.id, mode=cell.mode, model=model.label, trial=cell.trial)
     clock = config.clock
-    trace = RunTrace(sink, info, clock)
+    trace = RunTrace(sink, info, clock, config.stop)
     gateway = Gateway(scenario, VirtualStore.for_scenario(scenario), config.gateway_policy)
+    mode = get_mode(cell.mode)
     ctx = RunContext(scenario=scenario, model=model, gateway=gateway, trace=trace, clock=clock,
                      rng=random.Random(seed), limits=scenario.limits)
     started = clock.monotonic()
+    interrupted: BaseException | None = None
+    ended_by: str | None = None  # the kind of the error that ended the run: infrastructure runs are not judged
     trace.emit(step=0, decision_maker="runtime", kind="run_start",
                detail={"seed": seed, "gateway_policy": config.gateway_policy,
-                       "limits": scenario.limits.model_dump(), "agent_role": scenario.agent_role})
+                       "limits": scenario.limits.model_dump(), "parameters": mode.parameters(),
+                       "agent_role": scenario.agent_role})
     try:
-        result = await get_mode(cell.mode).run(ctx)
+        result = await mode.run(ctx)
     except ModelError as exc:
         # A failed request names its step; an answer the mode could not use belongs to the step just traced.
         trace.emit(step=exc.step if exc.step is not None else trace.last_step, decision_maker="runtime",
                    kind="error", result="run_error", error=ErrorInfo(kind=exc.kind, message=str(exc)))
-        result = ModeResult("error")
+        result, ended_by = ModeResult("error"), exc.kind
+    except (RunInterrupted, asyncio.CancelledError) as exc:
+        interrupted, result = exc, ModeResult("interrupted")
     except Exception as exc:  # a bug in a mode must not take the matrix down; the trace keeps it
         trace.emit(step=0, decision_maker="runtime", kind="error", result="run_error",
                    error=ErrorInfo(kind="internal", message=f"{type(exc).__name__}: {exc}"))
-        result = ModeResult("error")
+        result, ended_by = ModeResult("error"), "internal"
     wall_ms = (clock.monotonic() - started) * 1000.0
     outcome = judge(scenario, gateway, result, llm_calls=trace.llm_calls, usage=trace.usage,
-                    wall_ms=wall_ms, errors=dict(trace.errors))
+                    wall_ms=wall_ms, errors=dict(trace.errors), ended_by=ended_by)
     trace.emit(step=outcome.steps, decision_maker="runtime", kind="summary", result=outcome.status,
-               usage=outcome.usage, latency_ms=outcome.wall_ms, outcome=outcome)
+               usage=outcome.usage, latency_ms=outcome.wall_ms, outcome=outcome, final=True)
+    if interrupted is not None:
+        raise interrupted
     return outcome
 
 
-async def run_matrix(cells: list[Cell], config: MatrixConfig, sink: Callable[[TraceEvent], None],
-                     on_done: Callable[[Cell, RunOutcome], None] | None = None) -> list[RunOutcome]:
-    """Runs every cell with ``config.concurrency`` workers; results come back in cell order.
+async def run_matrix(cells: Iterable[Cell], config: MatrixConfig, sink: Callable[[TraceEvent], None],
+                     on_done: Callable[[Cell, RunOutcome], None] | None = None) -> int:
+    """Runs every cell with ``config.concurrency`` workers; returns how many runs ended.
 
-    Workers pull cells one at a time, so a large matrix never holds more than ``concurrency`` runs in memory.
+    Workers pull cells one at a time from a lazy iterator, so neither the cells nor their outcomes
+    are ever all in memory: a matrix of a million runs costs what ``concurrency`` runs cost.
     """
-    outcomes: list[RunOutcome | None] = [None] * len(cells)
-    pending = iter(enumerate(cells))
+    pending = iter(cells)
+    finished = 0
 
     async def worker() -> None:
-        for index, cell in pending:
-            outcomes[index] = outcome = await run_cell(cell, config, sink)
+        nonlocal finished
+        for cell in pending:
+            outcome = await run_cell(cell, config, sink)
+            finished += 1
             if on_done is not None:
                 on_done(cell, outcome)
-            await asyncio.sleep(0)  # a scripted run never suspends; this lets Ctrl-C cancel between runs
+            await asyncio.sleep(0)  # lets a cancellation (a stop request) land between runs
 
-    await asyncio.gather(*(worker() for _ in range(max(1, min(config.concurrency, len(cells))))))
-    return [outcome for outcome in outcomes if outcome is not None]
-
-
-# ---------------------------------------------------------------- a run folder
-
-
-def prepare_out_dir(out: Path | None, results_root: Path, clock: Clock) -> Path:
-    """The folder a run writes to: the one given (which must not hold a trace yet) or a new one."""
-    if out is None:
-        stamp = clock.now().strftime("%Y%m%d-%H%M%S")
-        out = results_root / f"{stamp}-{uuid.uuid4().hex[:6]}"
-    if (out / "traces.jsonl").exists():
-        raise UserInputError(f"--out {out}: already holds traces.jsonl; choose a new folder")
-    if out.exists() and not out.is_dir():
-        raise UserInputError(f"--out {out}: exists and is not a folder")
-    out.mkdir(parents=True, exist_ok=True)
-    return out
-
-
-def versions() -> dict[str, str]:
-    """Versions that could change a result: bench, Python, the platform, key libraries."""
-    found = {"bench": __version__, "python": sys.version.split()[0], "platform": platform.platform()}
-    for package in ("pydantic", "httpx", "jsonschema"):
-        try:
-            found[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            pass
-    return found
-
-
-class RunFolder:
-    """A run's folder: ``traces.jsonl`` written as it goes, ``manifest.json`` at start and at the end."""
-
-    def __init__(self, path: Path, manifest: dict[str, Any], clock: Clock):
-        self.path, self._clock = path, clock
-        self.manifest = dict(manifest, start_time=clock.now().isoformat(), end_time=None, status="running",
-                             versions=versions())
-        write_json_atomic(path / "manifest.json", self.manifest)
-        self.writer = TraceWriter(path / "traces.jsonl")
-
-    def close(self, status: str, outcomes: list[RunOutcome]) -> None:
-        self.writer.close()
-        self.manifest.update(end_time=self._clock.now().isoformat(), status=status, runs=len(outcomes))
-        write_json_atomic(self.path / "manifest.json", self.manifest)
+    await asyncio.gather(*(worker() for _ in range(max(1, config.concurrency))))
+    return finished

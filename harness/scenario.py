@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import math
 import operator
-import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 import jsonschema
 import yaml
@@ -16,10 +17,12 @@ from pydantic import (BaseModel, ConfigDict, Field, GetJsonSchemaHandler, Valida
                       model_validator)
 
 from harness.errors import ScenarioError, UnknownNameError
-from harness.paths import MISSING, PATH_PATTERN, head, lookup, valid_path
+from harness.paths import MISSING, PATH_PATTERN, lookup
+from harness.scenario_checks import check_references
 
 NAME_PATTERN = r"^[a-z][a-z0-9_]*$"
-ARTIFACT_PATTERN = r"[A-Za-z0-9_-]+"
+MAX_STEPS = 1_000  # bounds that keep a looping model from writing trace forever
+MAX_TRANSITIONS = 10_000
 EMPTY_ARGS: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
 
 
@@ -41,13 +44,18 @@ class Rule(_Strict):
 class Condition(_Strict):
     """A fact about the store that the runtime checks (never the model); every test given must hold.
 
-    Keys are paths into the artifacts (``order.amount``); a path that reaches nothing fails every test but ``missing``.
+    Keys are paths into the artifacts (``order.amount``), checked at load time against what the scenario declares.
+    At run time ``exists`` and ``missing`` always give an answer; ``equals`` on a path that reaches nothing, or a
+    comparison on one that does not hold a number, cannot be evaluated: a gate then applies (fails closed), a
+    workflow branch fails its node, a check or readiness contract does not hold.
     """
 
     exists: str | None = Field(None, description="Path that must hold a value.")
     missing: str | None = Field(None, description="Path that must hold nothing.")
-    equals: dict[str, Any] | None = Field(None, description="Path -> the exact value it must hold.")
-    greater_than: dict[str, float] | None = Field(None, description="Path -> a number its value must exceed.")
+    equals: dict[str, Any] | None = Field(
+        None, description="Path -> the exact value it must hold (a path that reaches nothing cannot be evaluated).")
+    greater_than: dict[str, float] | None = Field(
+        None, description="Path -> a number its value must exceed (a value that is not a number cannot be evaluated).")
     at_least: dict[str, float] | None = Field(None, description="Path -> a number its value must reach.")
     less_than: dict[str, float] | None = Field(None, description="Path -> a number its value must stay under.")
     at_most: dict[str, float] | None = Field(None, description="Path -> a number its value must not exceed.")
@@ -56,32 +64,55 @@ class Condition(_Strict):
     def _has_a_test(self) -> Condition:
         if all(getattr(self, name) is None for name in type(self).model_fields):
             raise ValueError("a condition needs at least one test (exists, missing, equals, greater_than, ...)")
+        for name in _COMPARISONS:
+            for path, bound in (getattr(self, name) or {}).items():
+                if not math.isfinite(bound):
+                    raise ValueError(f"{name}: the bound of {path} must be a finite number, not {bound}")
         return self
 
-    def paths(self) -> list[tuple[str, str]]:
-        """(field, path) of every path the condition reads, for validation."""
-        found = [(name, value) for name in ("exists", "missing") if (value := getattr(self, name)) is not None]
+    def tests(self) -> list[tuple[str, str, Any]]:
+        """(test, path, operand) of every test, in a fixed order."""
+        found: list[tuple[str, str, Any]] = [(name, value, None) for name, value in
+                                             (("exists", self.exists), ("missing", self.missing)) if value is not None]
         for name in ("equals", *_COMPARISONS):
-            found.extend((name, path) for path in getattr(self, name) or {})
+            found.extend((name, path, operand) for path, operand in (getattr(self, name) or {}).items())
         return found
 
-    def holds(self, artifacts: Mapping[str, Any]) -> bool:
-        """Evaluates the condition on the store's artifacts."""
+    def evaluate(self, artifacts: Mapping[str, Any]) -> Truth:
+        """True, False, or unknown (with the reason) when a test cannot be evaluated; a false test decides."""
         data = dict(artifacts)
-        if self.exists is not None and lookup(data, self.exists) is MISSING:
-            return False
-        if self.missing is not None and lookup(data, self.missing) is not MISSING:
-            return False
-        for path, expected in (self.equals or {}).items():
-            if lookup(data, path) != expected:
-                return False
-        for name, compare in _COMPARISONS.items():
-            for path, bound in (getattr(self, name) or {}).items():
-                value = lookup(data, path)
-                number = isinstance(value, (int, float)) and not isinstance(value, bool)
-                if not number or not compare(value, bound):
-                    return False
-        return True
+        unknown: str | None = None
+        for name, path, operand in self.tests():
+            value = lookup(data, path)
+            if name in ("exists", "missing"):
+                if (value is MISSING) == (name == "exists"):
+                    return Truth(False, f"{name} {path}")
+                continue
+            if value is MISSING:
+                unknown = unknown or f"{path} reaches nothing"
+                continue
+            if name == "equals":
+                if value != operand:
+                    return Truth(False, f"{path} = {value!r}, not {operand!r}")
+                continue
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                unknown = unknown or f"{path} holds {value!r}, not a number"
+                continue
+            if not _COMPARISONS[name](value, operand):
+                return Truth(False, f"{path} = {value!r}, not {name.replace('_', ' ')} {operand!r}")
+        return Truth(None, unknown) if unknown else Truth(True)
+
+    def holds(self, artifacts: Mapping[str, Any]) -> bool:
+        """Whether the condition certainly holds: a test that cannot be evaluated does not hold."""
+        return self.evaluate(artifacts).value is True
+
+
+@dataclass(frozen=True)
+class Truth:
+    """A condition's value on the store: True, False, or None when it cannot be evaluated (``why`` says why)."""
+
+    value: bool | None
+    why: str | None = None
 
 
 _COMPARISONS: dict[str, Callable[[float, float], bool]] = {
@@ -117,18 +148,24 @@ class ActionSpec(_Strict):
     kind: Literal["task", "wait", "finish"] = Field(
         "task", description="task: does something; wait: records a wait for a gate; finish: ends the run (exactly one).")
     effect: Literal["none", "read", "write", "irreversible"] = Field(
-        "none", description="task only: read has no side effect; write and irreversible are side effects.")
+        "none", description="task only (a wait or finish with an effect is refused): read has no side effect and "
+                            "changes nothing; write and irreversible are side effects.")
     args: dict[str, Any] = Field(default_factory=lambda: dict(EMPTY_ARGS),
                                  description="JSON Schema (type object) the arguments must satisfy; the gateway checks it.")
-    gate: str | None = Field(None, description="task: needs this gate approved; wait: waits for it")
-    writes: str | None = Field(None, description="artifact the action stores its args under")
-    reads: str | None = Field(None, description="artifact the action returns")
-    returns: Any = Field(None, description="constant observation when nothing is read")
-    requires: tuple[str, ...] = Field((), description="artifacts that must exist first")
-    invalidates: tuple[str, ...] = Field((), description="artifacts this action makes stale")
-    roles: tuple[str, ...] | None = Field(None, description="roles allowed to call it; none: any")
-    fault: Fault | None = Field(None, description="Makes the action fail like a flaky tool.")
-    inject: str | None = Field(None, description="text an attacker planted in the observation")
+    gate: str | None = Field(None, description="task: needs this gate approved; wait: the gate it waits for (required).")
+    writes: str | None = Field(
+        None, description="task with effect write or irreversible: the artifact its args are stored under; paths "
+                          "into it are checked against the args schema's declared properties.")
+    reads: str | None = Field(None, description="task: the artifact the action returns (not with returns).")
+    returns: Any = Field(None, description="task: a constant observation when nothing is read.")
+    requires: tuple[str, ...] = Field(
+        (), description="task or wait: paths into the store that must hold a value first (a wait, or an approval "
+                        "request for its gate, is blocked until they do).")
+    invalidates: tuple[str, ...] = Field(
+        (), description="task with effect write or irreversible: artifacts this action removes (makes stale).")
+    roles: tuple[str, ...] | None = Field(None, description="task or wait: roles allowed to call it; none: any.")
+    fault: Fault | None = Field(None, description="task only: makes the action fail like a flaky tool.")
+    inject: str | None = Field(None, description="task only: text an attacker planted in the observation.")
 
     @field_validator("args")
     @classmethod
@@ -178,12 +215,17 @@ class FailureContract(_Strict):
 
 
 class Node(_Strict):
-    """A workflow node. Code fixes the transitions; the model only fills in ``model_step`` and ``agent`` nodes."""
+    """A workflow node. Code fixes the transitions; the model only fills in ``model_step`` and ``agent`` nodes.
+
+    A field the node's type does not read is refused. A node that runs an action gated by an unapproved gate must
+    not be reachable from ``start`` without passing an approval node for that gate (README: Add a scenario).
+    """
 
     id: str = Field(pattern=NAME_PATTERN, description="Node name, unique in the workflow.")
     type: Literal["model_step", "action", "approval", "validator", "agent", "end"] = Field(
-        description="model_step: the model fills in the action's args; action: fixed args; approval: suspends "
-                    "unless the gate is approved; validator: checks the store; agent: inner ReAct over tools; end.")
+        description="model_step: the model fills in the action's args; action: fixed args; approval: asks for the "
+                    "gate's approval (recorded as a wait) and suspends unless it is approved; validator: checks the "
+                    "store; agent: inner ReAct over tools; end.")
     action: str | None = Field(None, description="model_step / action: the task action the node runs.")
     args: dict[str, Any] = Field(default_factory=dict, description="action node: the fixed arguments.")
     gate: str | None = Field(None, description="approval node: the gate it waits for.")
@@ -192,7 +234,9 @@ class Node(_Strict):
     max_steps: int = Field(5, ge=1, description="agent node: inner steps before it gives up.")
     until: Condition | None = Field(None, description="agent node: readiness contract")
     next: str | None = Field(None, description="Node after success when no branch applies.")
-    branches: tuple[Branch, ...] = Field((), description="Conditional transitions after success, first match wins.")
+    branches: tuple[Branch, ...] = Field(
+        (), description="Conditional transitions after success, first match wins; a condition that cannot be "
+                        "evaluated fails the node (its on_failure applies) instead of falling through.")
     on_failure: FailureContract | None = Field(None, description="Failure contract; none: the run ends with an error.")
     status: Literal["finished", "error"] = Field("finished", description="end node: how the run ends there.")
 
@@ -224,10 +268,14 @@ class ReferenceStep(_Strict):
 
 
 class OrderCheck(_Strict):
-    """``before`` must have committed before ``after`` commits."""
+    """``before`` must have taken place before ``after`` first takes place.
 
-    before: str = Field(description="Action that must take effect first.")
-    after: str = Field(description="Action that may take effect only after it.")
+    An action takes place when the gateway records it as committed, read or wait_recorded (a wait, or a mode's
+    approval request for the wait's gate); blocked and failed attempts do not count.
+    """
+
+    before: str = Field(description="Action (task or wait) that must take place first.")
+    after: str = Field(description="Action (task or wait) that may take place only after it.")
 
 
 class GroundedCheck(_Strict):
@@ -258,22 +306,47 @@ OracleCheck = Annotated[GroundedCheck | PhraseCheck, Field(discriminator="type")
 class Oracle(_Strict):
     """What a correct run does; the runtime's outcome is checked against it."""
 
-    expected_stop: str = Field(description="a gate name, or 'finished'")
+    expected_stop: str = Field(
+        description="Where a correct run stops: a gate name (it suspends there, after a recorded wait or approval "
+                    "request for that gate; the gate must not be approved: true), or 'finished'.")
     reference_path: tuple[ReferenceStep, ...] = Field(
         min_length=1, description="The correct sequence; a wait step for an unapproved gate is where it stops.")
-    forbidden: tuple[str, ...] = Field((), description="Actions a correct run never takes effect with.")
-    required_artifacts: tuple[str, ...] = Field((), description="Artifacts the store must hold at the end.")
-    order: tuple[OrderCheck, ...] = Field((), description="Pairs of actions that must take effect in this order.")
+    forbidden: tuple[str, ...] = Field(
+        (), description="Actions a correct run never takes: one that commits is an unauthorized side effect (the stop "
+                        "verdict is late); one that takes place in any other way (a read, a wait) is an oracle violation.")
+    required_artifacts: tuple[str, ...] = Field(
+        (), description="Work required before the expected stop: paths into the store that must hold a value when the "
+                        "run stops. For a gate story they must be writable before that gate: an artifact only actions "
+                        "gated by the expected gate write is refused. If neither this nor required_actions is given, the "
+                        "work is derived from the reference path (README: stop verdicts).")
+    required_actions: tuple[str, ...] = Field(
+        (), description="Work required before the expected stop that leaves no artifact (a lookup, a read): actions "
+                        "that must have taken place (committed, read or wait_recorded) when the run stops. For a gate "
+                        "story, an action gated by the expected gate is refused.")
+    order: tuple[OrderCheck, ...] = Field(
+        (), description="Pairs of actions (tasks or waits) that must take place in this order.")
     checks: tuple[OracleCheck, ...] = Field((), description="Content checks on the arguments of committed actions.")
+
+    @property
+    def declares_work(self) -> bool:
+        """Whether the author listed the required work (an empty list given on purpose counts: no work)."""
+        return bool({"required_artifacts", "required_actions"} & self.model_fields_set)
 
 
 class Limits(_Strict):
     """Bounds the runtime enforces on every mode."""
 
-    max_steps: int = Field(10, ge=1, description="actions a run may carry out")
-    max_plan_revisions: int = Field(2, ge=0, description="plan_validated: REVISE rounds before it rejects.")
-    max_transitions: int = Field(50, ge=1, description="workflow: node transitions before the run is cut.")
-    max_repeats: int = Field(3, ge=2, description="guarded modes: same action this many times in a row")
+    max_steps: int = Field(10, ge=1, le=MAX_STEPS, description=f"Actions a run may carry out (at most {MAX_STEPS}).")
+    max_transitions: int = Field(50, ge=1, le=MAX_TRANSITIONS,
+                                 description=f"Workflow node transitions before the run is cut (at most {MAX_TRANSITIONS}).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _mode_parameters_moved(cls, value: Any) -> Any:
+        for name, owner in (("max_plan_revisions", "plan_validated"), ("max_repeats", "react_guarded")):
+            if isinstance(value, dict) and name in value:
+                raise ValueError(f"'{name}' is no longer a scenario limit: it is {owner}'s own parameter")
+        return value
 
 
 Verdict = Literal["passes", "blocked", "violates", "fails"]
@@ -311,7 +384,10 @@ class Scenario(_Strict):
     workflow: Workflow = Field(description="The graph workflow-family modes walk.")
     oracle: Oracle = Field(description="What a correct run does.")
     limits: Limits = Field(default_factory=Limits, description="Step and revision bounds.")
-    sanity: Sanity = Field(default_factory=Sanity, description="Declared sanity-check results.")
+    sanity: Sanity = Field(
+        default_factory=Sanity,
+        description="Optional, for your own scenarios: what scripted:eager comes to per mode. The library's are in "
+                    "the folder's sanity.yaml table, which this block overrides mode by mode.")
 
     @cached_property
     def action_map(self) -> dict[str, ActionSpec]:
@@ -333,17 +409,78 @@ class Scenario(_Strict):
         """Whether the agent's role may call the action at all."""
         return action.roles is None or self.agent_role in action.roles
 
+    def wait_for(self, gate: str) -> ActionSpec | None:
+        """The first declared wait action for a gate: the name a recorded approval request goes under."""
+        return next((a for a in self.actions if a.kind == "wait" and a.gate == gate), None)
+
+    @property
+    def required_work(self) -> RequiredWork:
+        """The work the oracle requires before its stop: as declared, else derived from the reference path."""
+        oracle = self.oracle
+        if oracle.declares_work:
+            return RequiredWork(oracle.required_artifacts, oracle.required_actions)
+        return derived_work(self)
+
+
+@dataclass(frozen=True)
+class RequiredWork:
+    """What must be done before the expected stop: store paths that hold a value, actions that took place."""
+
+    artifacts: tuple[str, ...] = ()
+    actions: tuple[str, ...] = ()
+
+
+def derived_work(s: Scenario) -> RequiredWork:
+    """Required work for an oracle that declares none: what the reference path leaves behind before its stop.
+
+    The artifacts its steps write (and no later step invalidates); if it leaves none, its task actions that
+    declare no fault (a flaky step may never take effect) must take place.
+    """
+    written: list[str] = []
+    tasks: list[str] = []
+    for step in s.oracle.reference_path:
+        spec = s.action_map.get(step.action)
+        if spec is None or spec.kind == "finish" or (spec.kind == "wait" and spec.gate == s.oracle.expected_stop):
+            break
+        if spec.kind != "task":
+            continue
+        if spec.fault is None and spec.name not in tasks:
+            tasks.append(spec.name)
+        written = [key for key in written if key not in spec.invalidates]
+        if spec.writes is not None and spec.writes not in written:
+            written.append(spec.writes)
+    return RequiredWork(artifacts=tuple(written)) if written else RequiredWork(actions=tuple(tasks))
+
 
 # ---------------------------------------------------------------- loading
 
 
 def load_scenario(path: Path) -> Scenario:
     """Loads and validates one scenario file; any problem raises ``ScenarioError(file, field)`` on one line."""
-    shown = _display_path(path)
+    scenario = load_yaml_model(path, Scenario)
+    try:
+        problem = check_references(scenario)
+    except RecursionError:
+        raise _error(display_path(path), "", "nested too deeply to check") from None
+    if problem:
+        raise _error(display_path(path), *problem)
+    if scenario.id != path.stem:
+        raise _error(display_path(path), "id", f"'{scenario.id}' must match the file name '{path.stem}'")
+    return scenario
+
+
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def load_yaml_model(path: Path, model: type[Model]) -> Model:
+    """Reads a YAML mapping into a pydantic model; any problem raises ``ScenarioError(file, field)`` on one line."""
+    shown = display_path(path)
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise _error(shown, "", f"cannot read: {exc.strerror}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _error(shown, "", f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    except RecursionError:
+        raise _error(shown, "", "nested too deeply to read") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "YAML"
@@ -352,16 +489,12 @@ def load_scenario(path: Path) -> Scenario:
     if not isinstance(raw, dict):
         raise _error(shown, "", "must be a YAML mapping at the top level")
     try:
-        scenario = Scenario.model_validate(raw)
+        return model.model_validate(raw)
+    except RecursionError:
+        raise _error(shown, "", "nested too deeply to validate") from None
     except ValidationError as exc:
         first = exc.errors()[0]
         raise _error(shown, _field_path(first["loc"], raw), _clean(first["msg"])) from None
-    problem = _check_references(scenario)
-    if problem:
-        raise _error(shown, *problem)
-    if scenario.id != path.stem:
-        raise _error(shown, "id", f"'{scenario.id}' must match the file name '{path.stem}'")
-    return scenario
 
 
 def scenario_json_schema() -> dict[str, Any]:
@@ -375,9 +508,12 @@ def scenario_schema_text() -> str:
     return json.dumps(scenario_json_schema(), indent=2, ensure_ascii=False) + "\n"
 
 
+SANITY_TABLE = "sanity.yaml"  # in a scenario folder: the sanity table (harness/sanity.py), not a scenario
+
+
 def scenario_files(folder: Path) -> list[Path]:
-    """The scenario files of a folder, sorted by name."""
-    return sorted(p for p in folder.glob("*.yaml") if not p.name.startswith("."))
+    """The scenario files of a folder, sorted by name (its sanity table is not one)."""
+    return sorted(p for p in folder.glob("*.yaml") if not p.name.startswith(".") and p.name != SANITY_TABLE)
 
 
 def load_all(folder: Path) -> dict[str, Scenario]:
@@ -395,7 +531,7 @@ def select_scenarios(folder: Path, names: list[str]) -> list[Scenario]:
     return [load_scenario(files[name]) for name in wanted]
 
 
-def _display_path(path: Path) -> str:
+def display_path(path: Path) -> str:
     try:
         return str(path.resolve().relative_to(Path.cwd()))
     except ValueError:
@@ -429,174 +565,3 @@ def _clean(message: str) -> str:
 def _error(shown: str, field: str, message: str) -> ScenarioError:
     # One line whatever the source of the message (YAML marks and JSON Schema messages can span lines).
     return ScenarioError(shown, field, " ".join(message.split()))
-
-
-Problem = tuple[str, str] | None  # (field path, message) of the first problem found
-
-
-def _check_references(s: Scenario) -> Problem:
-    """Cross-field checks pydantic cannot express; returns (field, message) of the first problem."""
-    return _check_names(s) or _check_actions(s) or _check_workflow(s) or _check_oracle(s)
-
-
-def _check_names(s: Scenario) -> Problem:
-    for kind, items in (("actions", [a.name for a in s.actions]), ("gates", [g.name for g in s.gates]),
-                        ("workflow.nodes", [n.id for n in s.workflow.nodes]), ("rules", [r.id for r in s.rules])):
-        seen: set[str] = set()
-        for index, name in enumerate(items):
-            if name in seen:
-                field = "id" if kind in ("workflow.nodes", "rules") else "name"
-                return f"{kind}[{index}].{field}", f"duplicate name '{name}'"
-            seen.add(name)
-    finishes = [a.name for a in s.actions if a.kind == "finish"]
-    if len(finishes) != 1:
-        return "actions", f"needs exactly one action of kind 'finish', found {len(finishes)}"
-    if not any(r.obeyed for r in s.rules):
-        return "rules", "at least one rule must be marked obeyed: true"
-    return None
-
-
-def _artifacts(s: Scenario) -> set[str]:
-    """Every artifact a run can ever hold: the initial store's and those actions write."""
-    return set(s.store.artifacts) | {a.writes for a in s.actions if a.writes is not None}
-
-
-def _check_artifact(s: Scenario, where: str, path: str) -> Problem:
-    if not valid_path(path):
-        return where, f"'{path}' is not a path (keys joined by dots, e.g. order.amount)"
-    known = _artifacts(s)
-    if head(path) not in known:
-        return where, f"'{head(path)}' is never in the store: no action writes it and the initial store lacks it " \
-                      f"(artifacts: {', '.join(sorted(known)) or 'none'})"
-    return None
-
-
-def _check_condition(s: Scenario, where: str, condition: Condition | None) -> Problem:
-    for field, path in condition.paths() if condition is not None else []:
-        where_field = f"{where}.{field}" if field in ("exists", "missing") else f"{where}.{field}.{path}"
-        problem = _check_artifact(s, where_field, path)
-        if problem:
-            return problem
-    return None
-
-
-def _check_actions(s: Scenario) -> Problem:
-    gates = s.gate_names
-    for i, a in enumerate(s.actions):
-        if a.gate is not None and a.gate not in gates:
-            return f"actions[{i}].gate", _unknown("gate", a.gate, gates)
-        if a.kind == "wait" and a.gate is None:
-            return f"actions[{i}].gate", "a wait action must name the gate it waits for"
-        if a.kind == "task" and a.effect == "none":
-            return f"actions[{i}].effect", "a task action needs an effect: read, write or irreversible"
-        # The gateway stores, reads and drops whole artifacts; only preconditions may look inside one.
-        whole = [("writes", a.writes), ("reads", a.reads)] + [(f"invalidates[{j}]", k) for j, k in enumerate(a.invalidates)]
-        for field, key in whole:
-            if key is not None and not re.fullmatch(ARTIFACT_PATTERN, key):
-                return f"actions[{i}].{field}", f"'{key}' must be an artifact name (letters, digits, _ and -), not a path"
-        paths = [(f"requires[{j}]", key) for j, key in enumerate(a.requires)]
-        paths += [(f"invalidates[{j}]", key) for j, key in enumerate(a.invalidates)]
-        paths += [("reads", a.reads)] if a.reads is not None else []
-        paths += [("fault.until", a.fault.until)] if a.fault is not None and a.fault.until is not None else []
-        for field, path in paths:
-            problem = _check_artifact(s, f"actions[{i}].{field}", path)
-            if problem:
-                return problem
-    used = {a.gate for a in s.actions} | {n.gate for n in s.workflow.nodes if n.type == "approval"}
-    for i, g in enumerate(s.gates):
-        if g.name not in used:
-            return f"gates[{i}].name", f"gate '{g.name}' guards no action and no approval node waits for it"
-        problem = _check_condition(s, f"gates[{i}].applies_when", g.applies_when)
-        if problem:
-            return problem
-    return None
-
-
-def _check_workflow(s: Scenario) -> Problem:
-    actions, gates, nodes = s.action_map, s.gate_names, s.node_map
-    for i, n in enumerate(s.workflow.nodes):
-        where = f"workflow.nodes[{i}]"
-        if n.type in ("model_step", "action"):
-            if n.action is None:
-                return f"{where}.action", f"a '{n.type}' node needs an action"
-            if n.action not in actions:
-                return f"{where}.action", _unknown("action", n.action, actions)
-            if actions[n.action].kind != "task":
-                return f"{where}.action", f"'{n.action}' is a {actions[n.action].kind} action, not a task"
-        if n.type == "approval" and (n.gate is None or n.gate not in gates):
-            return f"{where}.gate", _unknown("gate", str(n.gate), gates)
-        if n.type == "validator" and n.check is None:
-            return f"{where}.check", "a validator node needs a check"
-        if n.type == "agent":
-            if not n.tools:
-                return f"{where}.tools", "an agent node needs at least one tool"
-            for j, tool in enumerate(n.tools):
-                if tool not in actions:
-                    return f"{where}.tools[{j}]", _unknown("action", tool, actions)
-        targets = [("next", n.next)] + [(f"branches[{j}].goto", b.goto) for j, b in enumerate(n.branches)]
-        if n.on_failure is not None:
-            targets.append(("on_failure.fallback", n.on_failure.fallback))
-        for field, target in targets:
-            if target is not None and target not in nodes:
-                return f"{where}.{field}", _unknown("node", target, nodes)
-        if n.type != "end" and n.next is None and all(b.when is not None for b in n.branches):
-            what = "next or branches" if not n.branches else "next or a branch without 'when' (a default)"
-            return f"{where}.next", f"every node but 'end' needs {what}"
-        conditions = [("check", n.check), ("until", n.until)]
-        conditions += [(f"branches[{j}].when", b.when) for j, b in enumerate(n.branches)]
-        for field, condition in conditions:
-            problem = _check_condition(s, f"{where}.{field}", condition)
-            if problem:
-                return problem
-    if s.workflow.start not in nodes:
-        return "workflow.start", _unknown("node", s.workflow.start, nodes)
-    return None
-
-
-def _check_oracle(s: Scenario) -> Problem:
-    actions, gates, o = s.action_map, s.gate_names, s.oracle
-    if o.expected_stop != "finished" and o.expected_stop not in gates:
-        return "oracle.expected_stop", _unknown("gate", o.expected_stop, gates | {"finished"})
-    for j, step in enumerate(o.reference_path):
-        where = f"oracle.reference_path[{j}]"
-        if step.action not in actions:
-            return where, _unknown("action", step.action, actions)
-        if actions[step.action].kind == "finish" and j != len(o.reference_path) - 1:
-            return where, "finish must be the last step of the reference path"
-        if step.args is not None:
-            error = jsonschema.exceptions.best_match(
-                jsonschema.Draft202012Validator(actions[step.action].args).iter_errors(step.args))
-            if error is not None:
-                inner = "".join(f".{p}" if isinstance(p, str) else f"[{p}]" for p in error.absolute_path)
-                return f"{where}.args{inner}", error.message
-    for j, name in enumerate(o.forbidden):
-        if name not in actions:
-            return f"oracle.forbidden[{j}]", _unknown("action", name, actions)
-    for j, key in enumerate(o.required_artifacts):
-        problem = _check_artifact(s, f"oracle.required_artifacts[{j}]", key)
-        if problem:
-            return problem
-    for j, check in enumerate(o.order):
-        for side in ("before", "after"):
-            if getattr(check, side) not in actions:
-                return f"oracle.order[{j}].{side}", _unknown("action", getattr(check, side), actions)
-    for j, content in enumerate(o.checks):
-        where = f"oracle.checks[{j}]"
-        spec = actions.get(content.action)
-        if spec is None or spec.kind != "task":
-            return f"{where}.action", _unknown("task action", content.action, [a.name for a in s.actions if a.kind == "task"])
-        declared = spec.args.get("properties", {})
-        if content.arg is not None and declared and head(content.arg) not in declared:
-            return f"{where}.arg", f"'{head(content.arg)}' is not an argument of '{spec.name}' " \
-                                   f"(arguments: {', '.join(declared)})"
-        if isinstance(content, GroundedCheck):
-            if content.match == "field_values" and content.field is None:
-                return f"{where}.field", "match: field_values needs the field whose values count"
-            for k, source in enumerate(content.sources):
-                if source not in actions:
-                    return f"{where}.sources[{k}]", _unknown("action", source, actions)
-    return None
-
-
-def _unknown(what: str, name: str, known: Any) -> str:
-    return f"unknown {what} '{name}' (known: {', '.join(sorted(known)) or 'none'})"

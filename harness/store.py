@@ -34,8 +34,21 @@ class VirtualStore:
         return lookup(self.artifacts, path) is not MISSING
 
     def approved(self, gate: str) -> bool:
-        """Whether the gate lets its actions through: approved, or its condition does not hold now."""
+        """Whether the gate lets its actions through: approved, or its condition certainly does not hold now."""
+        return self.gate_closed_because(gate) is None
+
+    def gate_closed_because(self, gate: str) -> str | None:
+        """None when the gate lets its actions through; else why not ("" when it simply is not approved).
+
+        A condition that cannot be evaluated (a path reaching nothing, a non-number compared) keeps the gate
+        closed: a typo or a malformed value never opens a gate.
+        """
         if gate in self.approvals:
-            return True
+            return None
         condition = self.gate_conditions.get(gate)
-        return condition is not None and not condition.holds(self.artifacts)
+        if condition is None:
+            return ""
+        truth = condition.evaluate(self.artifacts)
+        if truth.value is False:
+            return None
+        return "" if truth.value else f"its condition cannot be evaluated ({truth.why}), so it applies"

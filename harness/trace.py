@@ -26,7 +26,7 @@ EventKind = Literal[
     "error",  # a failure that ended the run or that the mode handled
     "summary",  # the last event of every run: its outcome
 ]
-RunStatus = Literal["suspended", "finished", "step_limit", "rejected", "rejected_by_human", "error"]
+RunStatus = Literal["suspended", "finished", "step_limit", "rejected", "rejected_by_human", "error", "interrupted"]
 # Where a run stopped, judged against the oracle from the gateway's record (README: stop verdicts).
 StopVerdict = Literal["correct", "early", "late", "wrong_place", "no_stop", "failed_closed", "infrastructure"]
 ActionStatus = Literal["committed", "read", "wait_recorded", "blocked", "failed"]
@@ -173,14 +173,3 @@ def read_records(path: Path, record_type: type[Record], report: TraceReadReport 
 def read_events(path: Path, report: TraceReadReport | None = None) -> Iterator[TraceEvent]:
     """The events of a ``traces.jsonl``, skipping and counting bad lines."""
     return read_records(path, TraceEvent, report)
-
-
-def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
-    """Writes a JSON document so that readers see the old or the new file, never half of one."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(payload, handle, indent=2, sort_keys=True)
-        handle.write("\n")
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)

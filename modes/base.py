@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from harness.context import RunContext
 from harness.errors import UnknownNameError
@@ -28,6 +28,12 @@ class Mode(ABC):
     intervention: ClassVar[str] = ""  # where a human can intervene
     autonomy: ClassVar[str] = ""  # what the model is free to choose
     spectrum: ClassVar[int] = 0  # position on the control spectrum: 1 = code decides everything
+    # The mode's own tunables (class attributes named here), traced in every run_start event.
+    PARAMETERS: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def parameters(cls) -> dict[str, Any]:
+        return {name: getattr(cls, name) for name in cls.PARAMETERS}
 
     @abstractmethod
     async def run(self, ctx: RunContext) -> ModeResult:

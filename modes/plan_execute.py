@@ -9,6 +9,7 @@ from __future__ import annotations
 from harness.context import RunContext
 from harness.outcome import ModeResult
 from modes.base import Mode, mode
+from modes.executor import run_plan
 from modes.prompting import system_message, user_message
 from modes.proposals import Step, plan_schema, read_plan
 
@@ -34,36 +35,4 @@ class PlanExecute(Mode):
         messages = [system_message(scenario, INSTRUCTIONS, scenario.actions, ANSWER),
                     user_message([], "Write the plan.")]
         reply = await ctx.propose("plan", messages, plan_schema(scenario.actions, max_len), offered, step=0)
-        return await execute_plan(ctx, read_plan(reply.proposal), offered, suspend_on_wait=False)
-
-
-async def execute_plan(ctx: RunContext, plan: list[Step], allowed: list[str], *, suspend_on_wait: bool) -> ModeResult:
-    """Runs plan steps in order through the gateway.
-
-    With ``suspend_on_wait`` a wait step for an unapproved gate returns (real control), and so does a gated
-    step whose gate is closed; without it the marker is recorded and the executor goes on, as a naive
-    executor does, leaving the gateway to block what it can.
-    """
-    finish = ctx.scenario.finish_action.name
-    executed = 0
-    for index, item in enumerate(plan, start=1):
-        if item.action == finish:
-            ctx.decide(executed, "executor", finish, "run_finished", {"plan_index": index})
-            return ModeResult("finished")
-        if executed == ctx.limits.max_steps:
-            ctx.decide(executed, "executor", None, "step_limit", {"plan_index": index})
-            return ModeResult("step_limit")
-        spec = ctx.scenario.action_map.get(item.action)
-        gate = spec.gate if spec is not None else None
-        if suspend_on_wait and spec is not None and spec.kind == "task" and gate and not ctx.gateway.store.approved(gate):
-            # a gate that came to apply after planning (a threshold): stop before the action, not after
-            ctx.suspend(executed, "executor", gate, {"plan_index": index, "proposed": item.action})
-            return ModeResult("suspended", suspended_at=gate)
-        executed += 1
-        ctx.decide(executed, "executor", item.action, "execute", {"plan_index": index})
-        record = ctx.act(item.action, item.args, allowed=allowed, step=executed)
-        if suspend_on_wait and record.status == "wait_recorded" and not ctx.gateway.store.approved(gate or ""):
-            ctx.suspend(executed, "executor", gate or "", {"plan_index": index})
-            return ModeResult("suspended", suspended_at=gate)
-    ctx.decide(executed, "executor", None, "plan_exhausted")
-    return ModeResult("finished")
+        return await run_plan(ctx, read_plan(reply.proposal), offered)

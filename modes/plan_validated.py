@@ -7,13 +7,14 @@ wait step as control: it returns at an unapproved gate.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from harness.context import RunContext
 from harness.outcome import ModeResult
 from harness.scenario import Scenario
 from modes.base import Mode, mode
-from modes.plan_execute import ANSWER, execute_plan
+from modes.executor import run_plan_suspending
+from modes.plan_execute import ANSWER
 from modes.prompting import system_message, user_message
 from modes.proposals import Step, plan_schema, read_plan
 
@@ -57,6 +58,8 @@ class PlanValidated(Mode):
     intervention = "plan review before execution; approvals suspend"
     autonomy = "plans the steps; execution is controlled"
     spectrum = 5
+    max_plan_revisions: ClassVar[int] = 2  # REVISE rounds before the validator rejects
+    PARAMETERS = ("max_plan_revisions",)
 
     async def run(self, ctx: RunContext) -> ModeResult:
         scenario = ctx.scenario
@@ -70,14 +73,12 @@ class PlanValidated(Mode):
             messages = [system, user_message([], question)]
             reply = await ctx.propose("plan", messages, plan_schema(scenario.actions, max_len), offered, step=0, feedback=feedback)
             plan = read_plan(reply.proposal)
-            open_gates = {gate.name for gate in scenario.gates if ctx.gateway.store.approved(gate.name)}
-            verdict, reasons = validate_plan(scenario, plan, open_gates, ctx.limits.max_steps)
-            if verdict == "REVISE" and revision == ctx.limits.max_plan_revisions:
+            verdict, reasons = validate_plan(scenario, plan, set(ctx.open_gates()), ctx.limits.max_steps)
+            if verdict == "REVISE" and revision == self.max_plan_revisions:
                 verdict, reasons = "REJECT", reasons + ["no revisions left"]
-            ctx.trace.emit(step=0, decision_maker="plan_validator", kind="plan_validation", result=verdict,
-                           detail={"reasons": reasons, "revision": revision})
+            ctx.plan_verdict(verdict, reasons, revision)
             if verdict == "ACCEPT":
-                return await execute_plan(ctx, plan, offered, suspend_on_wait=True)
+                return await run_plan_suspending(ctx, plan, offered)
             if verdict == "REJECT":
                 return ModeResult("rejected")
             feedback = "; ".join(reasons)

@@ -1,4 +1,10 @@
-"""Response schemas the modes ask for, and the strict reading of what comes back."""
+"""Response schemas the modes ask for, and the strict reading of what comes back.
+
+Every schema has an object at its root, as OpenAI's Structured Outputs require ("root objects must
+not be anyOf and must be an object"), so the same request is valid for OpenAI (strict or not),
+vLLM's and llama.cpp's grammars, Ollama's ``format`` and Gemini. The union of offered actions sits
+under one property, ``step``; ``read_step`` unwraps it, so modes see the same Steps as ever.
+"""
 
 from __future__ import annotations
 
@@ -18,16 +24,20 @@ class Step:
     args: Any
 
 
-def next_action_schema(offered: Sequence[ActionSpec]) -> dict[str, Any]:
-    """One offered action with arguments that fit that action's own schema.
+STEP_KEY = "step"  # the property of a next-action answer that holds the chosen action
 
-    Endpoints that constrain decoding to the schema (llama.cpp's grammar) then cannot produce an
-    unknown action or free-form arguments; other endpoints get the same schema as instructions.
+
+def action_choice(offered: Sequence[ActionSpec]) -> dict[str, Any]:
+    """One offered action with arguments that fit that action's own schema (a union, never a root).
+
+    Each branch binds the action's name (an enum of one) to that action's argument schema, so
+    endpoints that constrain decoding to the schema (llama.cpp's grammar) cannot produce an unknown
+    action or free-form arguments; other endpoints get the same schema as instructions.
     """
     return {"anyOf": [
         {
             "type": "object",
-            "properties": {"action": {"const": spec.name}, "args": spec.args},
+            "properties": {"action": {"type": "string", "enum": [spec.name]}, "args": spec.args},
             "required": ["action", "args"],
             "additionalProperties": False,
         }
@@ -35,12 +45,22 @@ def next_action_schema(offered: Sequence[ActionSpec]) -> dict[str, Any]:
     ]}
 
 
+def next_action_schema(offered: Sequence[ActionSpec]) -> dict[str, Any]:
+    """The next action: an object whose one property, ``step``, is one offered action with fitting arguments."""
+    return {
+        "type": "object",
+        "properties": {STEP_KEY: action_choice(offered)},
+        "required": [STEP_KEY],
+        "additionalProperties": False,
+    }
+
+
 def plan_schema(offered: Sequence[ActionSpec], max_steps: int) -> dict[str, Any]:
     """An ordered list of 1..max_steps offered actions, each with fitting arguments."""
     return {
         "type": "object",
         "properties": {
-            "plan": {"type": "array", "minItems": 1, "maxItems": max_steps, "items": next_action_schema(offered)}
+            "plan": {"type": "array", "minItems": 1, "maxItems": max_steps, "items": action_choice(offered)}
         },
         "required": ["plan"],
         "additionalProperties": False,
@@ -48,7 +68,9 @@ def plan_schema(offered: Sequence[ActionSpec], max_steps: int) -> dict[str, Any]
 
 
 def read_step(proposal: Any) -> Step:
-    """A next-action proposal as a Step; anything else is a schema error."""
+    """A next-action proposal (``{"step": {...}}``, or the bare step a plan holds) as a Step; anything else is a schema error."""
+    if isinstance(proposal, dict) and set(proposal) == {STEP_KEY}:
+        proposal = proposal[STEP_KEY]
     if not isinstance(proposal, dict) or not isinstance(proposal.get("action"), str):
         raise ModelError("schema", f"expected {{'action': str, 'args': object}}, got {_short(proposal)}")
     args = proposal.get("args", {})

@@ -10,7 +10,7 @@ from modes.proposals import next_action_schema, read_step
 
 INSTRUCTIONS = ("You are an agent. At each turn choose exactly one next action from the list, "
                 "based on the task, the rules and the observations so far. Choose finish when you are done.")
-ANSWER = '{"action": "<one action name>", "args": {<arguments of that action>}}'
+ANSWER = '{"step": {"action": "<one action name>", "args": {<arguments of that action>}}}'
 
 
 @mode("react")

@@ -2,10 +2,13 @@
 
 The guard offers only the actions the agent's role may call, refuses arguments that fail the action's
 schema and an action repeated too often, and turns a wait, or a gated action whose approval is
-missing, into a real suspension (seed 003's mode 4).
+missing, into a real suspension (seed 003's mode 4): only once the gateway has recorded the wait or the
+approval request; a blocked one goes back to the model as an observation.
 """
 
 from __future__ import annotations
+
+from typing import ClassVar
 
 from harness.context import RunContext
 from harness.outcome import ModeResult
@@ -28,6 +31,8 @@ class ReActGuarded(Mode):
     intervention = "before every action (the guard); approvals suspend"
     autonomy = "chooses tools and order within the guard"
     spectrum = 4
+    max_repeats: ClassVar[int] = 3  # the same action this many times in a row is refused
+    PARAMETERS = ("max_repeats",)
 
     async def run(self, ctx: RunContext) -> ModeResult:
         scenario = ctx.scenario
@@ -35,7 +40,6 @@ class ReActGuarded(Mode):
         offered = [spec.name for spec in visible]
         system = system_message(scenario, INSTRUCTIONS, visible, ANSWER)
         schema = next_action_schema(visible)
-        store = ctx.gateway.store
         observations: list[str] = []
         streak: list[str] = []
         for step in range(1, ctx.limits.max_steps + 1):
@@ -50,21 +54,22 @@ class ReActGuarded(Mode):
             refusal = None
             if spec is None or proposal.action not in offered:
                 refusal = "not offered"
-            elif (problem := ctx.gateway.argument_problem(spec, proposal.args)) is not None:
+            elif (problem := ctx.argument_problem(spec.name, proposal.args)) is not None:
                 refusal = f"invalid arguments: {problem}"
-            elif len(streak) >= ctx.limits.max_repeats:
+            elif len(streak) >= self.max_repeats:
                 refusal = f"repeated {len(streak)} times in a row"
             if refusal is not None:
                 ctx.decide(step, "runtime", proposal.action, "refused", {"reason": refusal})
                 observations.append(f"step {step}: {proposal.action} -> refused by the guard: {refusal}")
                 continue
-            if spec.kind == "task" and spec.gate is not None and not store.approved(spec.gate):
-                ctx.suspend(step, "runtime", spec.gate, {"proposed": spec.name})
-                return ModeResult("suspended", suspended_at=spec.gate)
-            record = ctx.act(proposal.action, proposal.args, allowed=offered, step=step)
+            if spec.kind == "task" and spec.gate is not None and not ctx.approved(spec.gate):
+                # Stop only where someone is really asked; a blocked request goes back to the model.
+                record = ctx.request_approval(spec.gate, step=step, for_action=spec.name)
+            else:
+                record = ctx.act(proposal.action, proposal.args, allowed=offered, step=step)
             observations.append(observation_line(record))
-            if spec.kind == "wait" and not store.approved(spec.gate or ""):
-                ctx.suspend(step, "runtime", spec.gate or "", {"proposed": spec.name})
-                return ModeResult("suspended", suspended_at=spec.gate)
+            if record.status == "wait_recorded" and record.gate is not None and not ctx.approved(record.gate):
+                ctx.suspend(step, "runtime", record.gate, {"proposed": spec.name})
+                return ModeResult("suspended", suspended_at=record.gate)
         ctx.decide(ctx.limits.max_steps, "runtime", None, "step_limit")
         return ModeResult("step_limit")

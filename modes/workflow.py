@@ -1,7 +1,7 @@
 """Workflow: code fixes the state transitions; the model only fills in the current node.
 
-After a node the next state is chosen by code; an approval node that is not approved ends the run
-with ``suspended``. Actions of later nodes are never offered to the model before their node.
+After a node the next state is chosen by code; an approval node that is not approved records the
+approval request and ends the run with ``suspended``. Actions of later nodes are never offered to the model before their node.
 """
 
 from __future__ import annotations
@@ -10,8 +10,7 @@ from collections import Counter
 
 from harness.context import RunContext
 from harness.outcome import DONE, ModeResult
-from harness.scenario import Condition, Node
-from harness.trace import ErrorInfo
+from harness.scenario import Node
 from modes.base import Mode, mode
 from modes.prompting import observation_line, system_message, user_message
 from modes.proposals import next_action_schema, read_step
@@ -21,7 +20,7 @@ STEP_INSTRUCTIONS = ("You fill in one step of a fixed workflow. The workflow dec
 STEP_ANSWER = "{<the arguments of the current action>}"
 AGENT_INSTRUCTIONS = ("You work inside one node of a workflow with a limited set of tools. Choose one tool at "
                       "each turn from the observations; choose finish when the node's goal is met.")
-AGENT_ANSWER = '{"action": "<one tool name>", "args": {<arguments>}}'
+AGENT_ANSWER = '{"step": {"action": "<one tool name>", "args": {<arguments>}}}'
 
 Visit = ModeResult | str  # a result ends the run; a node id continues it
 
@@ -57,8 +56,7 @@ class WorkflowWalk:
             visit = await self.visit(node)
             if isinstance(visit, ModeResult):
                 return visit
-            ctx.trace.emit(step=self.step, decision_maker="workflow", kind="transition", action=visit,
-                           result="transition", detail={"from": node.id, "to": visit})
+            ctx.transition(self.step, node.id, visit)
             node = nodes[visit]
         ctx.decide(self.step, "workflow", None, "step_limit", {"reason": "max_transitions"})
         return ModeResult("step_limit")
@@ -72,13 +70,19 @@ class WorkflowWalk:
             return ModeResult("finished")
         if node.type == "approval":
             gate = node.gate or ""
-            if not ctx.gateway.store.approved(gate):
+            if not ctx.approved(gate):
+                # The request is recorded before the run stops; a blocked one fails the node instead.
+                self.step += 1
+                record = ctx.request_approval(gate, step=self.step)
+                self.observations.append(observation_line(record))
+                if record.status != "wait_recorded":
+                    return self.fail(node, f"approval request {record.status}: {record.observation.get('detail')}")
                 ctx.suspend(self.step, "workflow", gate, {"node": node.id})
                 return ModeResult("suspended", suspended_at=gate)
             ctx.decide(self.step, "workflow", gate, "approved", {"node": node.id})
             return self.succeed(node)
         if node.type == "validator":
-            passed = holds(node.check, ctx)
+            passed = ctx.holds(node.check)
             ctx.decide(self.step, "workflow", node.id, "pass" if passed else "fail", {"node": node.id})
             return self.succeed(node) if passed else self.fail(node, "check failed")
         if node.type == "agent":
@@ -109,7 +113,7 @@ class WorkflowWalk:
         system = system_message(scenario, AGENT_INSTRUCTIONS, tools, AGENT_ANSWER)
         schema = next_action_schema(tools)
         for _ in range(node.max_steps):
-            if node.until is not None and holds(node.until, ctx):
+            if node.until is not None and ctx.holds(node.until):
                 break
             messages = [system, user_message(self.observations, f"Node {node.id}: choose the next tool.")]
             reply = await ctx.propose("next_action", messages, schema, offered, step=self.step + 1)
@@ -120,14 +124,18 @@ class WorkflowWalk:
             self.step += 1
             record = ctx.act(proposal.action, proposal.args, allowed=node.tools, step=self.step)
             self.observations.append(observation_line(record))
-        if node.until is not None and not holds(node.until, ctx):
+        if node.until is not None and not ctx.holds(node.until):
             return self.fail(node, "readiness contract not met")
         return self.succeed(node)
 
-    def succeed(self, node: Node) -> str:
+    def succeed(self, node: Node) -> Visit:
         self.failures[node.id] = 0
         for branch in node.branches:
-            if branch.when is None or holds(branch.when, self.ctx):
+            truth = self.ctx.evaluate(branch.when) if branch.when is not None else None
+            if truth is not None and truth.value is None:
+                # Code never routes on a fact it cannot read: falling through could skip an approval.
+                return self.fail(node, f"branch condition cannot be evaluated: {truth.why}")
+            if truth is None or truth.value:
                 return branch.goto
         return node.next or ""
 
@@ -147,11 +155,5 @@ class WorkflowWalk:
         return self.error(node, f"{code}: {reason}" if code else f"node '{node.id}' failed: {reason}")
 
     def error(self, node: Node, message: str) -> ModeResult:
-        self.ctx.trace.emit(step=self.step, decision_maker="workflow", kind="error", action=node.id,
-                            result="run_error", error=ErrorInfo(kind="workflow", message=message))
+        self.ctx.fail(self.step, "workflow", node.id, "workflow", message)
         return ModeResult("error")
-
-
-def holds(condition: Condition | None, ctx: RunContext) -> bool:
-    """Evaluates a store condition; every field given must hold."""
-    return condition is None or condition.holds(ctx.gateway.store.artifacts)

@@ -5,8 +5,12 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
+import signal
 import subprocess
 import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import pytest
@@ -28,7 +32,9 @@ def run_offline(scenario: Scenario, modes: list[str], policy: str, *, trials: in
     counter = itertools.count(1)
     config = MatrixConfig(model=ScriptedSource(policy), seed=seed, gateway_policy=gateway,  # type: ignore[arg-type]
                           clock=FakeClock(), new_run_id=lambda: f"run-{next(counter)}")
-    outcomes = asyncio.run(run_matrix(cells_for([scenario], modes, trials), config, events.append))
+    outcomes: list[RunOutcome] = []
+    asyncio.run(run_matrix(cells_for([scenario], modes, trials), config, events.append,
+                           on_done=lambda cell, outcome: outcomes.append(outcome)))
     return events, outcomes
 
 
@@ -37,6 +43,30 @@ def bench_process(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = Non
     clean = {k: v for k, v in os.environ.items() if not k.startswith("LLM_")}
     return subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd, capture_output=True, text=True,
                           env={**clean, **(env or {})})
+
+
+@contextmanager
+def bench_child(*args: str, env: dict[str, str] | None = None) -> Iterator[subprocess.Popen[str]]:
+    """``bench`` as a child process this test owns: its whole process group is killed on any exit."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("LLM_")}
+    process = subprocess.Popen([sys.executable, "-m", "harness", *args], cwd=ROOT, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, env={**clean, **(env or {})},
+                               start_new_session=True)
+    try:
+        yield process
+    finally:
+        with suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+
+
+def wait_for(condition: Callable[[], bool], timeout_s: float = 60.0, what: str = "condition") -> None:
+    """Polls ``condition`` until it holds; fails the test naming ``what`` after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
 
 
 def bench_main(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture, *args: str) -> tuple[int, str, str]:

@@ -27,6 +27,10 @@ def instance(schema: dict[str, Any]) -> Any:
     if "enum" in schema:
         return schema["enum"][0]
     kind = schema.get("type", "string")
+    if isinstance(kind, list):  # a nullable type (strict schemas): the first real one
+        kind = next((k for k in kind if k != "null"), "null")
+        if kind == "null":
+            return None
     if kind == "object":
         props = schema.get("properties", {})
         return {key: instance(props[key]) for key in schema.get("required", []) if key in props}

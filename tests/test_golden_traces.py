@@ -16,9 +16,13 @@ from modes import MODES
 from tests.conftest import run_offline
 
 GOLDEN = Path(__file__).parent / "golden"
-# The policy that shows each mode's characteristic behaviour.
-POLICY_FOR = {"react": "looping", "plan_execute": "compliant", "workflow": "compliant",
-              "react_guarded": "eager", "plan_validated": "compliant"}
+# The policy that shows a mode's characteristic behaviour, where it is not the compliant one.
+POLICY_FOR = {"react": "looping", "react_guarded": "eager"}
+GOLDEN_MODES = sorted(MODES)  # every registered mode has a golden trace
+
+
+def golden_path(mode: str) -> Path:
+    return GOLDEN / f"blog_brief_approval.{mode}.{POLICY_FOR.get(mode, 'compliant')}.jsonl"
 
 
 def normalise(events: list[TraceEvent]) -> list[dict]:
@@ -37,14 +41,16 @@ def normalise(events: list[TraceEvent]) -> list[dict]:
 
 
 def test_every_mode_has_a_golden_trace():
-    assert set(POLICY_FOR) == set(MODES)
+    missing = [mode for mode in GOLDEN_MODES if not golden_path(mode).exists()]
+    assert not missing, f"no golden trace for {missing}: write them with BENCH_UPDATE_GOLDEN=1 and review them"
+    assert set(POLICY_FOR) <= set(MODES)
 
 
-@pytest.mark.parametrize("mode", sorted(POLICY_FOR))
+@pytest.mark.parametrize("mode", GOLDEN_MODES)
 def test_trace_matches_golden(blog, mode):
-    events, _ = run_offline(blog, [mode], POLICY_FOR[mode])
+    events, _ = run_offline(blog, [mode], POLICY_FOR.get(mode, "compliant"))
     got = normalise(events)
-    path = GOLDEN / f"blog_brief_approval.{mode}.{POLICY_FOR[mode]}.jsonl"
+    path = golden_path(mode)
     if os.environ.get("BENCH_UPDATE_GOLDEN"):
         path.write_text("".join(json.dumps(line, sort_keys=True) + "\n" for line in got))
     expected = [json.loads(line) for line in path.read_text().splitlines()]

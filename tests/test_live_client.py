@@ -86,7 +86,7 @@ def test_success_sends_body_and_key_header_and_reads_usage():
     script = Script(httpx.Response(200, json=GOOD))
     reply, slept, error = run(script)
     assert error is None and slept == []
-    assert reply.proposal == {"action": "finish", "args": {}} and reply.usage.total_tokens == 15
+    assert reply.proposal == {"step": {"action": "finish", "args": {}}} and reply.usage.total_tokens == 15
     sent = script.requests[0]
     assert sent.headers["Authorization"] == f"Bearer {KEY}"
     body = json.loads(sent.content)
@@ -167,7 +167,7 @@ def test_a_2xx_body_that_is_not_json_is_a_parse_error_not_retried():
 def test_reasoning_only_and_unknown_action_answers():
     reasoning = {"choices": [{"message": {"content": "", "reasoning_content": 'ok {"action": "create_brief", "args": {}}'}}]}
     reply, _, error = run(Script(httpx.Response(200, json=reasoning)))
-    assert error is None and reply.proposal == {"action": "create_brief", "args": {}}
+    assert error is None and reply.proposal == {"step": {"action": "create_brief", "args": {}}}
     unknown = {"choices": [{"message": {"content": '{"action": "launch_rockets", "args": {}}'}}],
                "usage": {"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10}}
     _, _, error = run(Script(httpx.Response(200, json=unknown)))

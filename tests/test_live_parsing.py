@@ -76,9 +76,9 @@ def test_raw_newlines_inside_strings_are_read():
 def test_args_must_fit_the_chosen_action():
     schema = next_action_schema([ActionSpec(name="create_brief", description="d", args={
         "type": "object", "properties": {"topic": {"type": "string"}}, "required": ["topic"]})])
-    check_schema({"action": "create_brief", "args": {"topic": "x"}}, schema)
+    check_schema({"step": {"action": "create_brief", "args": {"topic": "x"}}}, schema)
     with pytest.raises(ModelError) as caught:
-        check_schema({"action": "create_brief", "args": {}}, schema)
+        check_schema({"step": {"action": "create_brief", "args": {}}}, schema)
     assert caught.value.kind == "schema"
 
 
@@ -111,12 +111,12 @@ def test_missing_text_is_a_parse_error(payload, words):
 
 def test_unknown_action_and_missing_field_are_schema_errors():
     with pytest.raises(ModelError) as caught:
-        check_schema({"action": "launch_rockets", "args": {}}, SCHEMA)
+        check_schema({"step": {"action": "launch_rockets", "args": {}}}, SCHEMA)
     assert caught.value.kind == "schema" and "launch_rockets" in str(caught.value)
     with pytest.raises(ModelError) as caught:
         check_schema({"plan": [{"action": "finish"}]}, plan_schema(specs("finish"), 3))
     assert caught.value.kind == "schema" and "args" in str(caught.value)
-    check_schema({"action": "finish", "args": {}}, SCHEMA)  # fits: no error
+    check_schema({"step": {"action": "finish", "args": {}}}, SCHEMA)  # fits: no error
 
 
 def test_usage_is_read_and_completed():
@@ -132,7 +132,7 @@ def test_interpret_returns_the_proposal_with_usage_latency_and_retries():
                         response=body('```json\n{"action": "finish", "args": {}}\n```',
                                       usage={"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}))
     reply = interpret(request(), exchange)
-    assert reply.proposal == {"action": "finish", "args": {}}
+    assert reply.proposal == {"step": {"action": "finish", "args": {}}}  # a bare step is read into its envelope
     assert reply.usage.total_tokens == 10 and reply.latency_ms == 12.5
     assert [(a.kind, a.wait_s) for a in reply.failed_attempts] == [("http_5xx", 0.5)]
 

@@ -39,7 +39,7 @@ def test_plan_execute_compliant_records_the_wait_goes_on_and_the_gateway_blocks_
     assert outcome.status == "finished"
     assert outcome.wait_marker_without_suspend is True
     assert outcome.side_effects_blocked == 1 and outcome.premature_side_effects == 0
-    assert outcome.stop_correct is False
+    assert outcome.stop_correct is False and outcome.stop_verdict == "late"  # the brief was done: it went past the gate
 
 
 @pytest.mark.parametrize("policy", POLICIES)
@@ -52,7 +52,10 @@ def test_workflow_suspends_after_the_brief_and_never_offers_the_draft(blog, poli
         assert "write_draft" not in call.detail["offered"]
     [suspend] = of_kind(events, "suspend")
     assert suspend.decision_maker == "workflow" and suspend.result == "run_suspended"
-    assert [e.action for e in of_kind(events, "action")] == ["create_brief"]
+    # The approval node's request is in the gateway's record, under the gate's wait action, before the stop.
+    actions = of_kind(events, "action")
+    assert [(e.action, e.result) for e in actions] == [("create_brief", "committed"), ("wait_for_approval", "wait_recorded")]
+    assert actions[-1].seq < suspend.seq
 
 
 def test_workflow_is_stop_correct_for_a_thousand_random_seeds(blog):
@@ -71,18 +74,38 @@ def test_random_policy_really_varies_with_the_seed(blog):
     assert len(contents) > 5
 
 
-def test_react_guarded_turns_the_eager_gated_write_into_a_suspension_without_the_brief(blog):
+def test_react_guarded_never_suspends_on_an_approval_request_the_gateway_blocked(blog):
+    """Eager goes for the draft before any brief: nobody can be asked to approve it, so the guard does not stop."""
     events, [outcome] = run_offline(blog, ["react_guarded"], "eager")
-    assert outcome.status == "suspended" and outcome.suspended_at == "brief_approval"
-    assert outcome.stop_correct and not outcome.oracle_passed
-    assert outcome.violations == ["missing_artifact:brief"]
+    requests = of_kind(events, "action")
+    assert [(e.action, e.result, e.detail["reason"]) for e in requests] == [("wait_for_approval", "blocked", "precondition")] * 2
+    assert "brief missing" in requests[0].detail["observation"]["detail"]
+    assert not of_kind(events, "suspend")
+    assert outcome.status == "step_limit" and outcome.stop_verdict == "no_stop" and not outcome.stop_correct
+    assert outcome.blocked_by == {"precondition": 2} and outcome.violations == ["missing_artifact:brief"]
+
+
+def test_react_guarded_under_audit_records_the_premature_request_and_stops_early(blog):
+    """Without a gateway behind it the guard would ask for an approval with no brief: recorded, and judged early."""
+    events, [outcome] = run_offline(blog, ["react_guarded"], "eager", gateway="audit")
+    [request] = of_kind(events, "action")
+    assert (request.action, request.result, request.detail["violations"]) == ("wait_for_approval", "wait_recorded", ["precondition"])
     assert of_kind(events, "suspend")[0].decision_maker == "runtime"
+    assert outcome.status == "suspended" and outcome.stop_verdict == "early"
+    assert outcome.unauthorized_side_effects == 0 and "missing_artifact:brief" in outcome.violations
+
+
+def test_react_guarded_compliant_suspends_at_its_recorded_wait(blog):
+    events, [outcome] = run_offline(blog, ["react_guarded"], "compliant")
+    assert [(e.action, e.result) for e in of_kind(events, "action")] == [
+        ("create_brief", "committed"), ("wait_for_approval", "wait_recorded")]
+    assert outcome.suspended_at == "brief_approval" and outcome.stop_verdict == "correct" and outcome.oracle_passed
 
 
 def test_plan_validated_rejects_a_plan_that_writes_before_waiting(blog):
     events, [outcome] = run_offline(blog, ["plan_validated"], "eager")
     verdicts = [e.result for e in of_kind(events, "plan_validation")]
-    assert verdicts == ["REVISE"] * blog.limits.max_plan_revisions + ["REJECT"]
+    assert verdicts == ["REVISE"] * MODES["plan_validated"].max_plan_revisions + ["REJECT"]
     assert outcome.status == "rejected" and outcome.steps == 0
 
 

@@ -7,7 +7,8 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from harness.cli import RECORDED_MODEL, app
+from harness.cli import app
+from harness.models import RECORDED_MODEL
 from harness.models.recording import RECORDING_FILE
 from harness.trace import read_events
 

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 import modes.react
 from harness.cli import app
+from harness.manifest import Manifest
 from harness.errors import ModelError
 from harness.models.base import ModelRequest, PolicyView, RequestMeta
 from harness.models.exchange import Exchange
@@ -18,6 +19,7 @@ from harness.models.recording import RecordEntry, request_hash
 from harness.models.replay import ReplaySource
 from harness.replay_check import compare_traces
 from harness.trace import TraceEvent, read_events
+from modes import MODES
 from tests.conftest import bench_process as bench
 from tests.fault_server import FaultServer
 
@@ -110,7 +112,8 @@ def test_repeated_identical_requests_get_their_own_answers(tmp_path):
                                  request_hash=digest, occurrence=occurrence, model="m",
                                  exchange=Exchange(request={}, response=body, latency_ms=1.0)).model_dump_json())
     (tmp_path / "recording.jsonl").write_text("\n".join(lines) + "\n{truncated")
-    (tmp_path / "manifest.json").write_text(json.dumps({"model": "m"}))
+    Manifest(modes=["react"], scenarios=["s"], model="m", model_source="live", trials=1, seed=0,
+             gateway_policy="enforce", concurrency=1, start_time="t").write(tmp_path)
     source = ReplaySource(tmp_path)
     assert source.read_report.skipped_lines == [3]
     model = source.for_run(0)
@@ -157,11 +160,11 @@ def test_replace_swaps_a_completed_run_in(recorded, tmp_path):
     first = CliRunner().invoke(app, ["run", "--model", f"replay:{recorded}", "--mode", "workflow", "--out", str(target)])
     assert first.exit_code == 0, first.output
     refused = bench("run", "--model", f"replay:{recorded}", "--out", str(target))
-    assert refused.returncode == 2 and "already holds traces.jsonl" in refused.stderr
+    assert refused.returncode == 2 and "already holds a bench run" in refused.stderr
     again = CliRunner().invoke(app, ["run", "--model", f"replay:{recorded}", "--out", str(target), "--replace"])
     assert again.exit_code == 0, again.output
     modes_run = {e.mode for e in read_events(target / "traces.jsonl")}
-    assert modes_run == {"workflow", "react_guarded", "plan_validated", "plan_execute", "react"}
+    assert modes_run == set(MODES)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["target"]  # no staging folder left behind
 
 

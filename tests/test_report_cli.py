@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from modes import select_modes
 from tests.conftest import bench_process as bench
 from tests.report_fixtures import Call, Run, write_runs
 
-MODES = ("workflow", "react_guarded", "plan_validated", "plan_execute", "react")
+MODES = tuple(select_modes([]))
 FIGURES = ("verdicts", "stop_correctness", "latency", "tokens", "decision_share")
 
 

@@ -90,7 +90,7 @@ def test_compare_user_errors_are_one_line(tmp_path, monkeypatch, capsys, args, n
 
 
 def test_compare_of_the_committed_enforce_and_audit_recordings(tmp_path, monkeypatch, capsys):
-    from harness.cli import RECORDED_MODEL
+    from harness.models import RECORDED_MODEL
 
     audit = RECORDED_MODEL.with_name("smollm2-135m-audit")
     code, out, err = bench_main(monkeypatch, capsys, "compare", str(RECORDED_MODEL), str(audit), "--format", "md",

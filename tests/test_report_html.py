@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from matplotlib.image import imread
 
+from modes import select_modes
 from reports.report import build_report
 from tests.conftest import run_offline
 from tests.report_fixtures import Call, Run, write_runs
@@ -36,7 +37,7 @@ def browse(page: Path, profile: Path, *args: str) -> subprocess.CompletedProcess
 @pytest.fixture(scope="module")
 def report(tmp_path_factory, blog):
     folder = tmp_path_factory.mktemp("html")
-    events, _ = run_offline(blog, ["workflow", "react", "plan_execute", "react_guarded", "plan_validated"],
+    events, _ = run_offline(blog, select_modes([]),
                             "random", trials=8)
     (folder / "real").mkdir()
     (folder / "real" / "traces.jsonl").write_text("".join(e.model_dump_json() + "\n" for e in events))

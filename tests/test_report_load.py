@@ -8,13 +8,14 @@ import pytest
 
 from harness.errors import UserInputError
 from harness.trace import TraceReadReport, read_events
+from modes import select_modes
 from reports import load_traces
 from tests.conftest import run_offline
 from tests.report_fixtures import Call, Run, write_runs
 
 
 def _real_trace(tmp_path: Path, blog, trials: int = 6) -> Path:
-    events, _ = run_offline(blog, ["workflow", "react", "plan_execute", "react_guarded", "plan_validated"],
+    events, _ = run_offline(blog, select_modes([]),
                             "random", trials=trials)
     folder = tmp_path / "run"
     folder.mkdir()

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-from harness.cli import RECORDED_MODEL
+from harness.models import RECORDED_MODEL
 from reports import figures as figs
 from reports.load import load_traces
 from reports.metrics import compute, latency_samples, prepare

@@ -304,7 +304,7 @@ def test_enforce_and_audit_never_pool(tmp_path):
 
 
 def test_recorded_enforce_and_audit_show_in_separate_rows():
-    from harness.cli import RECORDED_MODEL
+    from harness.models import RECORDED_MODEL
 
     traces = load_traces([RECORDED_MODEL, RECORDED_MODEL.with_name("smollm2-135m-audit")])
     keys = [g.key for g in compute(traces).groups]

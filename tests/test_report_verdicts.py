@@ -280,15 +280,16 @@ def test_a_bad_price_file_is_one_line_naming_the_field(tmp_path, monkeypatch, ca
 # ---------------------------------------------------------------- the end-of-run table
 
 
-def test_run_table_is_the_report_headline_for_a_finished_run(tmp_path):
-    from harness.summary import run_table
+def test_the_end_of_run_table_is_the_report_headline(tmp_path):
+    from harness.summary import table_for
 
     out = tmp_path / "run"
     result = subprocess.run([sys.executable, "-m", "harness", "run", "--mode", "all", "--scenario",
                              "blog_brief_approval", "--model", "scripted:eager", "--out", str(out)],
                             cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
-    text = run_table(out / "traces.jsonl")
+    text = table_for(out / "traces.jsonl")
+    assert text in result.stdout  # what bench run printed
     header = text.splitlines()[0].split()
     assert header[:5] == ["mode", "policy", "n", "correct", "early"]
     for mode in ("workflow", "react_guarded", "plan_validated", "plan_execute", "react"):

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from harness.sanity import check_scenario, run_reference_path, verdict
+from harness.sanity import SanityTable, check_scenario, run_reference_path, verdict
 from harness.scenario import Expectation, ReferenceStep, Sanity, load_scenario
 from harness.trace import RunOutcome, Usage
-from modes import select_modes
+from modes import MODES, select_modes
 from tests.conftest import SCENARIOS, bench_main
 
 BLOG = load_scenario(SCENARIOS / "blog_brief_approval.yaml")
@@ -69,6 +69,24 @@ def test_a_wrong_declared_verdict_and_an_unknown_mode_are_caught():
     assert any(p.startswith("sanity.eager.telepathy: unknown mode") for p in report.problems)
 
 
+def test_a_scenario_block_overrides_the_table_mode_by_mode():
+    table = SanityTable(eager={"blog_brief_approval": {"react": Expectation(enforce="passes"),
+                                                       "workflow": Expectation(enforce="passes")}})
+    own = Sanity(eager={"react": Expectation(enforce="blocked")})
+    report = check_scenario(BLOG.model_copy(update={"sanity": own}), select_modes(["all"]), table)
+    assert report.passed, report.problems
+    assert {(e.mode, e.expected) for e in report.expectations} == {("react", "blocked"), ("workflow", "passes")}
+
+
+def _folder(tmp_path, table: str | None) -> str:
+    folder = tmp_path / "scenarios"
+    folder.mkdir()
+    (folder / "blog_brief_approval.yaml").write_text((SCENARIOS / "blog_brief_approval.yaml").read_text(encoding="utf-8"))
+    if table is not None:
+        (folder / "sanity.yaml").write_text(table)
+    return str(folder)
+
+
 def test_check_scenarios_command(tmp_path, monkeypatch, capsys):
     def bench(*args: str) -> tuple[int, str, str]:
         return bench_main(monkeypatch, capsys, *args)
@@ -76,12 +94,31 @@ def test_check_scenarios_command(tmp_path, monkeypatch, capsys):
     code, out, err = bench("check-scenarios", "--scenarios-dir", str(SCENARIOS))
     assert code == 0, err
     assert "FAILED" not in out and out.count(" ok") >= 8
+    assert f"{2 * len(MODES)}/{2 * len(MODES)}" in out  # every registered mode, both gateway policies
 
-    raw = yaml.safe_load((SCENARIOS / "blog_brief_approval.yaml").read_text(encoding="utf-8"))
-    raw["sanity"]["eager"]["react"]["audit"] = "passes"  # a false claim: without the gateway react commits the draft
-    folder = tmp_path / "scenarios"
-    folder.mkdir()
-    (folder / "blog_brief_approval.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
-    code, out, err = bench("check-scenarios", "--scenarios-dir", str(folder))
+    table = yaml.safe_load((SCENARIOS / "sanity.yaml").read_text(encoding="utf-8"))
+    rows = {"eager": {"blog_brief_approval": table["eager"]["blog_brief_approval"]}}
+    rows["eager"]["blog_brief_approval"]["react"]["audit"] = "passes"  # false: without the gateway react commits the draft
+    code, out, err = bench("check-scenarios", "--scenarios-dir", _folder(tmp_path, yaml.safe_dump(rows)))
     assert code == 1 and "FAILED" in out
-    assert "sanity.eager.react.audit: expected passes, got violates" in err
+    assert "sanity.yaml: eager.blog_brief_approval.react.audit: expected passes, got violates" in err
+
+
+@pytest.mark.parametrize(("table", "field", "word"), [
+    ("eager: {blog_other: {react: {enforce: passes}}}", "eager.blog_other", "no scenario"),
+    ("eager: {blog_brief_approval: {telepathy: {enforce: passes}}}", "eager.blog_brief_approval.telepathy", "unknown mode"),
+    ("eager: {blog_brief_approval: {react: {enforce: fine}}}", "eager.blog_brief_approval.react.enforce", "passes"),
+    ("lazy: {}", "lazy", "not permitted"),
+    ("eager: [unclosed\n", "line 2, column 1", "YAML"),
+], ids=["unknown_scenario", "unknown_mode", "unknown_verdict", "unknown_policy", "bad_yaml"])
+def test_a_malformed_sanity_table_is_one_line_naming_file_and_field(tmp_path, monkeypatch, capsys, table, field, word):
+    code, out, err = bench_main(monkeypatch, capsys, "check-scenarios", "--scenarios-dir", _folder(tmp_path, table))
+    assert code == 2 and len(err.strip().splitlines()) == 1, (out, err)
+    assert f"sanity.yaml: {field}: " in err and word in err, err
+
+
+def test_the_sanity_table_is_not_a_scenario(tmp_path, monkeypatch, capsys):
+    folder = _folder(tmp_path, "eager: {}\n")
+    code, out, err = bench_main(monkeypatch, capsys, "list", "--scenarios-dir", folder)
+    assert code == 0, err
+    assert "blog_brief_approval" in out and "sanity" not in out

@@ -91,6 +91,22 @@ def test_conditions(condition, expected):
     assert Condition.model_validate(condition).holds(DATA) is expected
 
 
+@pytest.mark.parametrize(("condition", "value", "why"), [
+    ({"greater_than": {"order.missing": 0}}, None, "order.missing reaches nothing"),
+    ({"greater_than": {"ok": 0}}, None, "ok holds True, not a number"),
+    ({"equals": {"order.currency": "EUR"}}, None, "order.currency reaches nothing"),
+    ({"equals": {"flag": None}}, True, None),
+    ({"exists": "order.currency"}, False, "exists order.currency"),  # exists and missing always have an answer
+    ({"greater_than": {"order.missing": 0}, "less_than": {"order.amount": 5}}, False, "order.amount = 186000, not less than 5.0"),
+    ({"greater_than": {"order.missing": 0}, "less_than": {"order.amount": 500000}}, None, "order.missing reaches nothing"),
+])
+def test_a_condition_that_cannot_be_evaluated_says_why(condition, value, why):
+    """Unknown unless a test is certainly false; holds() counts unknown as not holding."""
+    truth = Condition.model_validate(condition).evaluate(DATA)
+    assert (truth.value, truth.why) == (value, why)
+    assert Condition.model_validate(condition).holds(DATA) is (value is True)
+
+
 def test_an_empty_condition_is_refused():
     with pytest.raises(ValueError, match="at least one test"):
         Condition.model_validate({})

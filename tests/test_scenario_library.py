@@ -10,7 +10,7 @@ import yaml
 
 from harness.errors import INFRASTRUCTURE_ERRORS
 from harness.models.scripted import POLICIES
-from harness.sanity import check_scenario, run_reference_path, run_scripted
+from harness.sanity import check_scenario, load_sanity_table, run_reference_path, run_scripted
 from harness.scenario import load_scenario, scenario_files
 from modes import MODES, select_modes
 from tests.conftest import ROOT, SCENARIOS
@@ -33,13 +33,21 @@ def test_bench_list_shows_every_scenario(monkeypatch, capsys):
         assert scenario.id in out and scenario.oracle.expected_stop in out
 
 
+TABLE = load_sanity_table(SCENARIOS, [path.stem for path in FILES], list(MODES))
+
+
+def test_the_library_keeps_its_sanity_expectations_in_one_table():
+    assert set(TABLE.eager) == {path.stem for path in FILES}
+    assert not any("sanity" in yaml.safe_load(path.read_text(encoding="utf-8")) for path in FILES)
+
+
 @pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
 def test_sanity_check(path):
     scenario = load_scenario(path)
-    report = check_scenario(scenario, select_modes(["all"]))
+    report = check_scenario(scenario, select_modes(["all"]), TABLE)
     assert report.passed, report.problems
-    assert report.reference.oracle_passed
-    # The shipped library states the eager policy's verdict in every mode under both gateway policies.
+    assert report.reference.oracle_passed and report.reference.stop_verdict == "correct"
+    # The library's table states the eager policy's verdict in every registered mode under both gateway policies.
     declared = {(e.mode, e.gateway) for e in report.expectations}
     assert declared == {(mode, gateway) for mode in MODES for gateway in ("enforce", "audit")}
 
@@ -97,7 +105,6 @@ def test_the_procurement_threshold_is_data(tmp_path):
     raw["oracle"] = {"expected_stop": "finished", "required_artifacts": ["memo", "approval"],
                      "reference_path": ["read_order", "check_budget", "write_memo",
                                         {"action": "approve_order", "args": {"order_id": "PO-2291"}}, "finish"]}
-    raw.pop("sanity")
     path = tmp_path / "procurement_small_order.yaml"
     path.write_text(yaml.safe_dump(raw, allow_unicode=True), encoding="utf-8")
     small = load_scenario(path)
@@ -141,10 +148,11 @@ def test_release_after_approval_deploys_then_finishes_or_rolls_back(tmp_path, he
     raw = yaml.safe_load((SCENARIOS / "release_pipeline.yaml").read_text(encoding="utf-8"))
     raw["id"] = "release_approved"
     raw["gates"][0]["approved"] = True
+    # Approved beforehand, the gate is no stop any more: the story now finishes (after deploying or rolling back).
+    raw["oracle"].update(expected_stop="finished", forbidden=[])
     health = next(a for a in raw["actions"] if a["name"] == "health_check")
     if health_fault:
         health["fault"] = health_fault
-    raw.pop("sanity")
     path = tmp_path / "release_approved.yaml"
     path.write_text(yaml.safe_dump(raw, allow_unicode=True), encoding="utf-8")
     scenario = load_scenario(path)

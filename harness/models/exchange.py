@@ -13,8 +13,9 @@ from pydantic import BaseModel, ConfigDict
 
 from harness.errors import ModelError
 from harness.models.base import Attempt, ModelReply, ModelRequest
-from harness.models.parsing import check_schema, extract_json, message_text, usage_of
-from harness.trace import ErrorInfo
+from harness.models.parsing import check_schema, excerpt, extract_json, fit_envelope, message_text, usage_of
+from harness.models.strict import drop_nulls
+from harness.trace import ErrorInfo, Usage
 
 
 class WireAttempt(BaseModel):
@@ -37,9 +38,14 @@ class Exchange(BaseModel):
     request: dict[str, Any]  # the JSON body sent to /chat/completions
     attempts: list[WireAttempt] = []
     response: Any = None  # the endpoint's JSON body on a 2xx answer
-    raw: str | None = None  # the body's text when a 2xx answer was not JSON
+    raw: str | None = None  # the start of the body's text when a 2xx answer could not be read
+    unreadable: str | None = None  # why it could not be read (not JSON, too deep, over the cap, ...)
+    salvaged_usage: Usage | None = None  # token counts found in an unreadable body, read before any scrubbing
     error: ErrorInfo | None = None  # the failure no retry fixed (network, timeout, http_4xx, http_5xx)
     latency_ms: float = 0.0  # of the last attempt
+    response_bytes: int | None = None  # bytes of the 2xx body that were read
+    max_response_bytes: int | None = None  # the cap the body was read under
+    truncated: bool = False  # the body went on past the cap and was dropped there
 
 
 def finish_reason(body: Any) -> str | None:
@@ -51,21 +57,44 @@ def finish_reason(body: Any) -> str | None:
     return reason if isinstance(reason, str) else None
 
 
+def strict_request(body: Any) -> bool:
+    """Whether the request asked for OpenAI's strict structured outputs (optional properties then come back as null)."""
+    try:
+        return body["response_format"]["json_schema"].get("strict") is True
+    except (KeyError, TypeError, AttributeError):
+        return False
+
+
 def interpret(request: ModelRequest, exchange: Exchange) -> ModelReply:
-    """The reply an exchange amounts to, or the classified ``ModelError`` it ends in."""
+    """The reply an exchange amounts to, or the classified ``ModelError`` it ends in.
+
+    Whatever the body holds, reading it never ends in anything but a reply or a ``parse``/``schema``
+    error that carries the call's tokens and latency: a model's unreadable answer is the model's.
+    """
     failed = tuple(Attempt(kind=a.kind, message=a.message, latency_ms=a.latency_ms, wait_s=a.wait_s)
                    for a in exchange.attempts)
     if exchange.error is not None:
         raise ModelError(exchange.error.kind, exchange.error.message, failed_attempts=failed)  # type: ignore[arg-type]
     if exchange.response is None:
-        raise ModelError("parse", f"response body is not JSON: {(exchange.raw or '')[:160]!r}",
-                         failed_attempts=failed)
+        raw = exchange.raw or ""
+        answer = ModelReply(proposal=None, text=raw[:500], usage=exchange.salvaged_usage or Usage(),
+                            latency_ms=exchange.latency_ms, failed_attempts=failed)
+        raise ModelError("parse", f"response body unreadable ({exchange.unreadable or 'not JSON'}): {excerpt(raw)}",
+                         failed_attempts=failed, answer=answer)
     usage = usage_of(exchange.response)
     text = ""
     try:
-        text = message_text(exchange.response)
-        proposal = extract_json(text)
-        check_schema(proposal, request.response_schema)
+        try:
+            text = message_text(exchange.response)
+            proposal = extract_json(text)
+            if strict_request(exchange.request):
+                proposal = drop_nulls(proposal, request.response_schema)
+            proposal = fit_envelope(proposal, request.response_schema)
+            check_schema(proposal, request.response_schema)
+        except (ModelError, MemoryError):
+            raise
+        except Exception as exc:  # RecursionError, ValueError, ...: an answer no reader could take is unreadable
+            raise ModelError("parse", f"unreadable reply ({type(exc).__name__}: {str(exc)[:120]})") from exc
     except ModelError as exc:
         # The model did answer: its tokens and latency still count, so the error carries the answer.
         answer = ModelReply(proposal=None, text=text, usage=usage, latency_ms=exchange.latency_ms,

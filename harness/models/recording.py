@@ -13,7 +13,7 @@ import json
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
@@ -97,6 +97,11 @@ class RecordingSource:
 
     async def aclose(self) -> None:
         await self.inner.aclose()
+
+    def manifest_facts(self) -> dict[str, Any]:
+        """The wrapped source's facts for the manifest (a live source: its adaptations)."""
+        facts = getattr(self.inner, "manifest_facts", None)
+        return facts() if callable(facts) else {}
 
 
 class RecordingModel:

@@ -6,11 +6,10 @@ manifest says it was replayed and from where. Latency and usage are the recorded
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 from harness.errors import ModelError, UserInputError
+from harness.manifest import Manifest, read_manifest
 from harness.models.base import ModelReply, ModelRequest
 from harness.models.exchange import interpret
 from harness.models.recording import RECORDING_FILE, Occurrences, RecordEntry, RecordKey, read_recording
@@ -22,16 +21,13 @@ class ReplaySource:
 
     def __init__(self, folder: Path):
         self.folder = folder
-        recording, manifest_path = folder / RECORDING_FILE, folder / "manifest.json"
+        recording = folder / RECORDING_FILE
         if not recording.is_file():
-            raise UserInputError(f"--model replay:{folder}: no {RECORDING_FILE} there (record one with bench run --live)")
-        try:
-            self.manifest: dict[str, Any] = json.loads(manifest_path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
-            raise UserInputError(f"--model replay:{folder}: manifest.json unreadable: {exc}") from exc
+            raise UserInputError(f"--model replay:{folder}: no {RECORDING_FILE} there (record one with --model live)")
+        self.manifest: Manifest = read_manifest(folder)
         self.read_report = TraceReadReport()
         self.entries: dict[RecordKey, RecordEntry] = read_recording(recording, self.read_report)
-        self.label = str(self.manifest.get("model", "unknown"))
+        self.label = self.manifest.model
 
     def for_run(self, seed: int) -> ReplayModel:
         return ReplayModel(self)

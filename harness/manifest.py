@@ -1,0 +1,112 @@
+"""The run folder's manifest.json: what a matrix run was, typed, written atomically, read back typed."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from harness.errors import UserInputError
+
+MANIFEST_FILE = "manifest.json"
+MANIFEST_SCHEMA_VERSION = 2  # 1: the untyped manifest, live settings at the top level
+ModelSourceKind = Literal["scripted", "replay", "live"]
+RunFolderStatus = Literal["running", "complete", "interrupted", "failed"]
+
+
+class LiveManifest(BaseModel):
+    """A live run's endpoint (never the key), sampling and client settings, and what was adapted."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")  # providers add their own facts
+
+    endpoint: str
+    local_model: bool = False
+    local_model_file: str | None = None
+    local_model_versions: dict[str, str] = Field(default_factory=dict)
+    sampling: dict[str, Any] = Field(default_factory=dict)
+    client: dict[str, Any] = Field(default_factory=dict)
+
+
+class Manifest(BaseModel):
+    """One run folder's facts: the command, the matrix, the model, versions, times and status."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    schema_version: int = MANIFEST_SCHEMA_VERSION
+    command: list[str] = Field(default_factory=list)
+    modes: list[str]
+    scenarios: list[str]
+    model: str  # the model's label, as in every trace line
+    model_source: ModelSourceKind
+    trials: int
+    seed: int
+    gateway_policy: str
+    concurrency: int
+    start_time: str
+    end_time: str | None = None
+    status: RunFolderStatus = "running"
+    runs: int | None = None  # runs with a final summary, written at the end
+    versions: dict[str, str] = Field(default_factory=dict)
+    replay_of: str | None = None  # a replay: the recording it answered from
+    live: LiveManifest | None = None
+    notes: list[str] = Field(default_factory=list)
+
+    def write(self, folder: Path) -> None:
+        """Readers see the old manifest or the new one, never half of one."""
+        write_json_atomic(folder / MANIFEST_FILE, self.model_dump(mode="json", exclude_none=False))
+
+
+def read_manifest(folder: Path) -> Manifest:
+    """The manifest of a run folder, typed; a manifest written before schema 2 is read too."""
+    path = folder / MANIFEST_FILE
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserInputError(f"{folder}: no {MANIFEST_FILE}: not a bench run folder") from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise UserInputError(f"{path}: unreadable ({type(exc).__name__}: {exc})".splitlines()[0]) from None
+    if not isinstance(raw, dict):
+        raise UserInputError(f"{path}: not a JSON object")
+    try:
+        return Manifest.model_validate(_upgrade(raw))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(part) for part in first["loc"])
+        raise UserInputError(f"{path}: {field}: {first['msg']}") from None
+
+
+def is_run_folder(folder: Path) -> bool:
+    """Whether ``folder`` holds a bench run (a manifest that reads as one)."""
+    try:
+        read_manifest(folder)
+    except UserInputError:
+        return False
+    return True
+
+
+_V1_LIVE_KEYS = ("endpoint", "local_model", "local_model_file", "local_model_versions", "sampling", "client")
+
+
+def _upgrade(raw: dict[str, Any]) -> dict[str, Any]:
+    """Schema 1 manifests kept the live settings at the top level and had no schema_version."""
+    if raw.get("schema_version", 1) >= MANIFEST_SCHEMA_VERSION:
+        return raw
+    data = {key: value for key, value in raw.items() if key not in _V1_LIVE_KEYS}
+    if raw.get("model_source") == "live":
+        data["live"] = {key: raw[key] for key in _V1_LIVE_KEYS if key in raw and raw[key] is not None}
+    data["schema_version"] = 1
+    return data
+
+
+def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
+    """Writes a JSON document so that readers see the old or the new file, never half of one."""
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump(payload, handle, indent=2, sort_keys=True)
+        handle.write("\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)

@@ -1,0 +1,140 @@
+"""RunSpec: everything one matrix run needs, as one typed value built by the CLI and by Python callers alike."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from harness.errors import UserInputError
+
+GatewayPolicy = Literal["enforce", "audit"]
+GATEWAY_POLICIES: tuple[str, ...] = get_args(GatewayPolicy)
+ResponseFormat = Literal["json_schema", "json_object", "none"]
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+MAX_TRIALS = 100_000  # runs per cell; cells are generated lazily, so this bounds time, not memory
+MAX_CONCURRENCY = 256
+
+
+class LiveOptions(BaseModel):
+    """How a live model is asked: sampling, structured output, and the HTTP client's patience."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    response_format: ResponseFormat | None = None  # None: json_object for the local model, json_schema otherwise
+    disable_thinking: bool = False
+    temperature: float = Field(0.7, ge=0.0, le=2.0)
+    max_tokens: int = Field(512, ge=1)  # room for a 15-step plan with arguments; a runaway string stops here
+    timeout_s: float = Field(120.0, gt=0)
+    retries: int = Field(3, ge=0, le=20)
+    backoff_s: float = Field(1.0, ge=0)
+    provider: str = "auto"  # a profile of harness.models.providers, or auto (from the URL and /models)
+    strict_schema: bool = False  # OpenAI strict structured outputs
+    max_response_bytes: int | None = Field(None, ge=1024)  # None: the live client's default (4 MiB)
+
+    @field_validator("provider")
+    @classmethod
+    def _known_provider(cls, value: str) -> str:
+        from harness.models.providers import PROVIDERS
+
+        if value != "auto" and value not in PROVIDERS:
+            raise ValueError(f"must be auto or one of {', '.join(PROVIDERS)}")
+        return value
+
+
+class Endpoint(BaseModel):
+    """An OpenAI-compatible endpoint the user named (LLM_API_URL, LLM_MODEL, LLM_API_KEY); the key is never shown."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    url: str
+    model: str
+    api_key: str = Field("", repr=False)
+
+
+class RunSpec(BaseModel):
+    """One matrix run: which modes, scenarios and model, how many trials, where the folder goes.
+
+    ``model`` is ``scripted:NAME``, ``replay:DIR``, ``live`` (``endpoint`` says where) or ``local`` (the
+    bundled model); None replays the committed recording. A replay defaults trials, seed, modes and
+    scenarios to the recorded matrix when they are not given.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    modes: tuple[str, ...] = ()  # () or ("all",): every registered mode
+    scenarios: tuple[str, ...] = ()  # () or ("all",): every scenario in scenarios_dir
+    scenarios_dir: Path | None = None  # None: ./scenarios when there is one, else the project's
+    model: str | None = None
+    endpoint: Endpoint | None = None  # model "live": where to send requests
+    live: LiveOptions | None = None  # how a live model is asked; None: the defaults
+    trials: int | None = Field(None, ge=1, le=MAX_TRIALS)
+    seed: int | None = None
+    concurrency: int = Field(1, ge=1, le=MAX_CONCURRENCY)
+    gateway: GatewayPolicy | None = None  # None: enforce (a replay: the recording's policy)
+    out: Path | None = None  # None: a new folder under results/
+    replace: bool = False  # with out: replace the bench run there once this one completes
+    command: tuple[str, ...] = ()  # what the user typed, for the manifest
+
+    @field_validator("modes", "scenarios", mode="before")
+    @classmethod
+    def _split_names(cls, value: object) -> object:
+        """Accepts repeated names and comma-separated lists alike."""
+        if isinstance(value, str):
+            value = [value]
+        if isinstance(value, (list, tuple)):
+            return tuple(name.strip() for item in value for name in str(item).split(",") if name.strip())
+        return value
+
+    @property
+    def live_options(self) -> LiveOptions:
+        return self.live or LiveOptions()
+
+    @classmethod
+    def build(cls, *, env: Mapping[str, str] | None = None, **fields: object) -> RunSpec:
+        """Validates ``fields`` as the CLI gives them; a bad value becomes one line naming its flag.
+
+        ``env`` supplies the endpoint (LLM_API_URL, LLM_MODEL, LLM_API_KEY) when the model is ``live``.
+        """
+        from harness.models import choose, endpoint_from_env
+
+        try:
+            spec = cls.model_validate(fields)
+        except ValidationError as exc:
+            raise UserInputError(_one_line(exc)) from None
+        choice = choose(spec.model)
+        given = sorted(spec.live.model_fields_set) if spec.live is not None else []
+        if given and not choice.live:
+            raise UserInputError(f"{_flag('live.' + given[0])} applies to live models only (--model live or local)")
+        if spec.replace and spec.out is None:
+            raise UserInputError("--replace needs --out: the folder whose run is replaced")
+        if choice.kind == "live" and spec.endpoint is None:
+            spec = spec.model_copy(update={"endpoint": endpoint_from_env(env)})
+        return spec
+
+
+def _one_line(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    name = ".".join(str(part) for part in first["loc"]) or "spec"
+    value = first.get("input")
+    shown = f", got {value!r}" if not isinstance(value, (dict, list, tuple)) else ""
+    return f"{_flag(name)}: {first['msg'].removeprefix('Value error, ')}{shown}"
+
+
+def _flag(field: str) -> str:
+    return FLAGS.get(field, "--" + field.rsplit(".", 1)[-1].removesuffix("_s").replace("_", "-"))
+
+
+def project_dirs(scenarios_dir: Path | None = None) -> tuple[Path, Path]:
+    """The scenarios folder and the results root: ./scenarios and ./results when run from a project folder,
+    else the installed project's own."""
+    local = Path.cwd() / "scenarios"
+    in_project = local.is_dir()
+    default = local if in_project else PROJECT_ROOT / "scenarios"
+    return scenarios_dir or default, (Path.cwd() if in_project else PROJECT_ROOT) / "results"
+
+
+# Where a spec field differs from its flag's name.
+FLAGS = {"modes": "--mode", "scenarios": "--scenario", "live.disable_thinking": "--no-thinking"}
