@@ -17,7 +17,7 @@ from pathlib import Path
 
 from harness.errors import UserInputError
 from reports.load import Traces, clean_text
-from reports.metrics import JUDGED_VERDICTS, KEY_HEADERS, GroupMetrics, Grouping, Metrics
+from reports.metrics import JUDGED_VERDICTS, KEY_HEADERS, Grouping, GroupMetrics, Metrics
 from reports.report import metrics_for
 from reports.stats import Interval, fisher_less, wilson
 from reports.tables import VERDICT_HEADERS, Column, Format, Table, interval, show
@@ -259,20 +259,22 @@ def _warnings(ta: Traces, tb: Traces, ma: Metrics, mb: Metrics, across: list[str
 
 
 def _strip(g: GroupMetrics, across: list[str]) -> tuple[str, ...]:
-    return tuple(v for name, v in zip(g.names, g.key) if name not in across)
+    return tuple(v for name, v in zip(g.names, g.key, strict=False) if name not in across)
 
 
 def _describe(side: str, paths: Sequence[Path | str], traces: Traces) -> str:
     sources = ", ".join(_sources(traces)) or "?"
-    return (f"{side}: {', '.join(clean_text(str(p)) for p in paths)} (model {', '.join(map(clean_text, _values(traces, 'model')))}; "
-            f"source {sources}; gateway {', '.join(_values(traces, 'gateway_policy'))}; {len(traces.runs)} runs)")
+    models = ", ".join(map(clean_text, _values(traces, "model")))
+    return (f"{side}: {', '.join(clean_text(str(p)) for p in paths)} (model {models}; source {sources}; "
+            f"gateway {', '.join(_values(traces, 'gateway_policy'))}; {len(traces.runs)} runs)")
 
 
 def parse_compare_formats(text: str) -> list[str]:
     names = [name.strip().lower() for name in text.split(",") if name.strip()]
     unknown = [n for n in names if n not in COMPARE_FORMATS]
     if unknown or not names:
-        raise UserInputError(f"--format: unknown format '{(unknown or [text])[0]}'; known: {', '.join(COMPARE_FORMATS)}")
+        raise UserInputError(f"--format: unknown format '{(unknown or [text])[0]}'; "
+                             f"known: {', '.join(COMPARE_FORMATS)}")
     return list(dict.fromkeys(names))
 
 

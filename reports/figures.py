@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.layout_engine import ConstrainedLayoutEngine
 
 from reports.load import clean_text
 from reports.metrics import DECISION_MAKERS, JUDGED_VERDICTS, Metrics
@@ -70,7 +71,9 @@ def _title(fig: Figure, title: str, context: Context) -> None:
 
 def _new(height: float, width: float = WIDTH) -> Figure:
     fig = Figure(figsize=(width, height), layout="constrained")
-    fig.get_layout_engine().set(w_pad=0.06, h_pad=0.06)
+    engine = fig.get_layout_engine()
+    if isinstance(engine, ConstrainedLayoutEngine):
+        engine.set(w_pad=0.06, h_pad=0.06)
     return fig
 
 
@@ -99,10 +102,10 @@ def verdicts(metrics: Metrics, context: Context) -> Plot:
         ax.barh(y, share, left=left, color=VERDICT_COLOURS[verdict], label=VERDICT_LABELS[verdict],
                 edgecolor="white", linewidth=0.5, height=0.7)
         left += share
-    for yi, g in zip(y, metrics.groups):
+    for yi, g in zip(y, metrics.groups, strict=False):
         known = g.judged - g.unverdicted
         text = f"n={known}" + (f" (+{g.infrastructure} infra)" if g.infrastructure else "")
-        ax.text(1.01, yi, text if known or not g.judged else "no verdicts", va="center", fontsize=FONT - 1)
+        ax.text(1.01, float(yi), text if known or not g.judged else "no verdicts", va="center", fontsize=FONT - 1)
     _share_axis(ax, y, names, room=0.2)
     ax.set_xlabel("share of judged runs (infrastructure runs are not judged; counted at the right)", fontsize=FONT)
     fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncol=len(JUDGED_VERDICTS),
@@ -126,8 +129,8 @@ def stop_correctness(metrics: Metrics, context: Context) -> Plot:
     ax.barh(y, shown, color="#0072B2", alpha=0.85, height=0.7)
     error = np.vstack([np.nan_to_num(rates - low), np.nan_to_num(high - rates)])
     ax.errorbar(shown, y, xerr=error, fmt="none", ecolor="black", capsize=3, linewidth=1)
-    for yi, g in zip(y, metrics.groups):
-        ax.text(1.02, yi, f"{g.stop.successes}/{g.stop.n}", va="center", fontsize=FONT - 1)
+    for yi, g in zip(y, metrics.groups, strict=False):
+        ax.text(1.02, float(yi), f"{g.stop.successes}/{g.stop.n}", va="center", fontsize=FONT - 1)
     _share_axis(ax, y, names, room=0.14)  # room on the right for the correct / judged counts
     ax.set_xlabel("stop-correct rate (bar), Wilson 95% interval (whiskers), correct / judged (right)",
                   fontsize=FONT)
@@ -147,7 +150,7 @@ def heatmap(metrics: Metrics, context: Context) -> Plot:
     fig = _new(1.3 + len(policies) * (0.55 + 0.3 * len(modes)) + label_room, width)
     axes = fig.subplots(len(policies), 1, sharex=True, squeeze=False)[:, 0]
     image = None
-    for ax, policy in zip(axes, policies):
+    for ax, policy in zip(axes, policies, strict=False):
         grid = np.full((len(modes), len(scenarios)), np.nan)
         for i, mode in enumerate(modes):
             for j, scenario in enumerate(scenarios):

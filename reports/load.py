@@ -32,8 +32,17 @@ import pyarrow.json as pj
 from harness.errors import UserInputError
 from harness.trace import SCHEMA_VERSION
 from reports.manifests import RunInfo, read_run_info
-from reports.schema import (EVENT_LITERALS, KNOWN_VERSIONS, OUTCOME_COLUMNS, OUTCOME_DEFAULTS, OUTCOME_LITERALS,
-                            REQUIRED_EVENT_FIELDS, SCHEMA, TOKEN_COLUMNS, required_outcome_fields)
+from reports.schema import (
+    EVENT_LITERALS,
+    KNOWN_VERSIONS,
+    OUTCOME_COLUMNS,
+    OUTCOME_DEFAULTS,
+    OUTCOME_LITERALS,
+    REQUIRED_EVENT_FIELDS,
+    SCHEMA,
+    TOKEN_COLUMNS,
+    required_outcome_fields,
+)
 
 CHUNK_BYTES = 8 << 20  # the unit of fallback: a corrupt line re-reads at most this much line by line
 TRACE_FILE = "traces.jsonl"
@@ -263,7 +272,7 @@ def _parse_good(good: list[bytes], numbers: list[int]) -> tuple[pa.Table, list[t
     except (pa.ArrowException, ValueError):
         pass
     tables, rejected = [], []
-    for raw, number in zip(good, numbers):
+    for raw, number in zip(good, numbers, strict=False):
         try:
             one = _parse(raw)
         except (pa.ArrowException, ValueError) as exc:
@@ -290,14 +299,16 @@ def _numpy(mask: pa.ChunkedArray | pa.Array) -> np.ndarray:
     return np.asarray(pc.fill_null(mask, False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
-def _drop_rows(table: pa.Table, files: list[Path], keep: np.ndarray, reasons: dict[int, str]) -> tuple[pa.Table, list[SkippedLine]]:
+def _drop_rows(table: pa.Table, files: list[Path], keep: np.ndarray,
+               reasons: dict[int, str]) -> tuple[pa.Table, list[SkippedLine]]:
     """Removes the rows not kept, naming each with its reason."""
     if keep.all():
         return table, []
     gone = np.flatnonzero(~keep)
     file_index = table["file"].take(pa.array(gone)).to_numpy()
     line = table["line"].take(pa.array(gone)).to_numpy()
-    skipped = [SkippedLine(str(files[f]), int(n), reasons[int(i)]) for i, f, n in zip(gone, file_index, line)]
+    skipped = [SkippedLine(str(files[f]), int(n), reasons[int(i)])
+               for i, f, n in zip(gone, file_index, line, strict=True)]
     return table.filter(pa.array(keep)), skipped
 
 
@@ -340,7 +351,7 @@ def _one_version(table: pa.Table, files: list[Path]) -> int | None:
                              f"reads ({', '.join(map(str, KNOWN_VERSIONS))}); use the bench that wrote it")
     if found["version"].nunique() > 1:
         per_file = found.groupby("file")["version"].apply(lambda v: "+".join(str(x) for x in sorted(v)))
-        named = ", ".join(f"{files[int(f)]} (schema {v})" for f, v in per_file.items())
+        named = ", ".join(f"{files[int(str(f))]} (schema {v})" for f, v in per_file.items())
         raise UserInputError(f"mixed schema_version: {named}; report each version on its own")
     return int(found["version"].iloc[0])
 
@@ -359,7 +370,7 @@ def _check_summaries(table: pa.Table, files: list[Path], version: int | None) ->
         return table, []
     positions = np.flatnonzero(is_summary)
     outcome = pc.filter(table["outcome"], pa.array(is_summary)).combine_chunks()
-    parts = dict(zip([f.name for f in outcome.type], outcome.flatten()))
+    parts = dict(zip([f.name for f in outcome.type], outcome.flatten(), strict=False))
     ok_all = np.ones(len(positions), dtype=bool)
     reasons: dict[int, str] = {}
 
@@ -406,13 +417,14 @@ def _drop_identical_duplicates(table: pa.Table, files: list[Path],
                           "file": table["file"].to_numpy()[rows], "line": table["line"].to_numpy()[rows]})
     found = found.sort_values(["run", "seq", "file", "line"], kind="stable")
     raw = _raw_lines(files, found[["file", "line"]].itertuples(index=False, name=None))
-    found["text"] = [raw[(f, n)] for f, n in zip(found["file"], found["line"])]
+    found["text"] = [raw[(f, n)] for f, n in zip(found["file"], found["line"], strict=False)]
     first = found.groupby(["run", "seq"], sort=False).transform("first")
     differs = found["text"].to_numpy() != first["text"].to_numpy()
     if differs.any():
         conflicts = found.loc[differs]
         places = [f"{files[int(a_f)]}:{int(a_l)} and {files[int(b_f)]}:{int(b_l)}" for a_f, a_l, b_f, b_l in
-                  zip(first.loc[differs, "file"], first.loc[differs, "line"], conflicts["file"], conflicts["line"])]
+                  zip(first.loc[differs, "file"], first.loc[differs, "line"], conflicts["file"], conflicts["line"],
+                      strict=True)]
         run_id = table["run_id"][int(conflicts["row"].iloc[0])].as_py()
         more = f" (and {len(places) - SHOWN_PLACES} more)" if len(places) > SHOWN_PLACES else ""
         raise UserInputError(f"run {clean_text(run_id, 60)} seq {int(conflicts['seq'].iloc[0])} is on two different "
@@ -426,7 +438,8 @@ def _drop_identical_duplicates(table: pa.Table, files: list[Path],
                           "dup_line": later["line"].to_numpy(), "orig_line": originals["line"].to_numpy()})
     for (dup, orig), group in pairs.groupby(["dup", "orig"], sort=True):
         example = group.iloc[0]
-        warnings.append(f"{files[int(dup)]}: {len(group)} line(s) repeat identical lines of {files[int(orig)]} "
+        warnings.append(f"{files[int(str(dup))]}: {len(group)} line(s) repeat identical lines of "
+                        f"{files[int(str(orig))]} "
                         f"(first: line {int(example['dup_line'])} = line {int(example['orig_line'])}); read once")
     return table.filter(pa.array(keep)), codes[keep], warnings
 
@@ -544,8 +557,7 @@ def _policies(table: pa.Table, codes: np.ndarray, runs_count: int, picked: np.nd
     policy = np.full(runs_count, None, dtype=object)
     if not runs_count:
         return pa.array([], pa.string())
-    for kind, mask, column in (("run_start", _numpy(pc.equal(table["kind"], "run_start")), "detail"),
-                               ("summary", picked, "outcome")):
+    for mask, column in ((_numpy(pc.equal(table["kind"], "run_start")), "detail"), (picked, "outcome")):
         if mask.any():
             said = pc.struct_field(pc.filter(table[column], pa.array(mask)), "gateway_policy")
             values = said.to_numpy(zero_copy_only=False)

@@ -1,4 +1,4 @@
-"""What a run folder's manifest.json says about its run, read defensively: reports show it, never trust it for numbers."""
+"""What a run folder's manifest.json says about its run, read defensively: reports show it, never count with it."""
 
 from __future__ import annotations
 

@@ -122,7 +122,7 @@ class GroupMetrics:
 
     def get(self, name: str) -> str:
         """The value of one key column (mode, gateway_policy, scenario, model, source)."""
-        return dict(zip(self.names, self.key)).get(name, "")
+        return dict(zip(self.names, self.key, strict=False)).get(name, "")
 
     @property
     def mode(self) -> str:
@@ -253,8 +253,8 @@ def prepare(traces: Traces, prices: PriceTable | None = None, runs: pd.DataFrame
     key_row[keys_of_run["run_id"].cat.codes.to_numpy()] = np.arange(len(keys_of_run))
 
     def per_run(mask: pd.Series, column: str) -> pd.DataFrame:
-        tallies = events.loc[mask, ["run_id", column]].groupby(["run_id", column], observed=True).size()
-        tallies = tallies[tallies > 0].reset_index(name="n")
+        sizes = events.loc[mask, ["run_id", column]].groupby(["run_id", column], observed=True).size()
+        tallies = sizes[sizes > 0].reset_index(name="n")
         rows = key_row[tallies["run_id"].cat.codes.to_numpy()]
         return pd.concat([keys_of_run.iloc[rows][list(KEY_COLUMNS)].reset_index(drop=True),
                           tallies[[column, "n"]]], axis=1)
@@ -354,7 +354,7 @@ def _group(key: tuple[str, ...], names: tuple[str, ...], a: _RunArrays, rows: np
     every = {name: values[rows] for name, values in a.counts.items()}
     stop = a.stop_correct[judged]
     _, cell = np.unique(a.cell[judged], return_inverse=True)
-    per_task = list(zip(np.bincount(cell, weights=stop).astype(int).tolist(), np.bincount(cell).tolist()))
+    per_task = list(zip(np.bincount(cell, weights=stop).astype(int).tolist(), np.bincount(cell).tolist(), strict=False))
     verdicts = _tally(a.verdict[judged])
     blocked_known = {reason: _known_total(counts[f"blocked_{reason}"]) for reason in BLOCK_REASONS}
     recorded = all(v is not None for v in blocked_known.values()) and len(judged) > 0
@@ -453,7 +453,8 @@ def _sums(frame: pd.DataFrame, keys: tuple[str, ...], column: str) -> dict[tuple
     found: dict[tuple[str, ...], dict[str, int]] = {}
     for index, n in sums.items():
         if n:
-            found.setdefault(_key(index[:-1]), {})[str(index[-1])] = int(n)
+            parts = tuple(index) if isinstance(index, tuple) else (index,)
+            found.setdefault(_key(parts[:-1]), {})[str(parts[-1])] = int(n)
     return found
 
 
@@ -469,9 +470,10 @@ def _violations(rows: pd.DataFrame, keys: tuple[str, ...]) -> dict[tuple[str, ..
                               ascending=[True] * len(keys) + [False, False, True, True], kind="stable")
     found: dict[tuple[str, ...], tuple[ViolationCount, ...]] = {}
     for key, group in table.groupby(list(keys), observed=True, sort=False):
-        found[_key(key)] = tuple(ViolationCount(str(r.kind), str(r.subject), int(r.runs), int(r.occurrences),
-                                                str(r.example_run), str(r.example_source))
-                                 for r in group.head(TOP_VIOLATIONS).itertuples())
+        found[_key(key)] = tuple(ViolationCount(str(r["kind"]), str(r["subject"]), int(r["runs"]),
+                                                int(r["occurrences"]), str(r["example_run"]),
+                                                str(r["example_source"]))
+                                 for r in group.head(TOP_VIOLATIONS).to_dict("records"))
     return found
 
 
@@ -480,7 +482,7 @@ def _order_key(keys: tuple[str, ...]) -> Callable[[tuple[str, ...]], tuple]:
 
     def order(key: tuple[str, ...]) -> tuple:
         parts = []
-        for name, value in zip(keys, key):
+        for name, value in zip(keys, key, strict=False):
             if name == "mode":
                 mode = MODES.get(value)
                 parts.append((mode.spectrum if mode is not None else 99, value))

@@ -33,7 +33,8 @@ class Price(BaseModel):
 
     input: float = Field(ge=0, description="USD per 1M prompt tokens not served from a cache")
     output: float = Field(ge=0, description="USD per 1M completion tokens (reasoning tokens included)")
-    cached_input: float | None = Field(default=None, ge=0, description="USD per 1M cached prompt tokens; default: input")
+    cached_input: float | None = Field(default=None, ge=0,
+                                       description="USD per 1M cached prompt tokens; default: input")
 
     @field_validator("input", "output", "cached_input")
     @classmethod
@@ -61,7 +62,8 @@ def load_prices(path: Path) -> PriceTable:
     except (ValueError, yaml.YAMLError, RecursionError) as exc:
         where = getattr(exc, "problem_mark", None)
         at = f" at line {where.line + 1}" if where is not None else ""
-        raise UserInputError(f"--prices: {path}: not valid {'JSON' if path.suffix.lower() == '.json' else 'YAML'}{at}") from None
+        kind = "JSON" if path.suffix.lower() == ".json" else "YAML"
+        raise UserInputError(f"--prices: {path}: not valid {kind}{at}") from None
     if not isinstance(data, dict) or not data:
         raise UserInputError(f"--prices: {path}: expected a mapping of model name to "
                              "{input: USD, output: USD, cached_input: USD} per 1M tokens")

@@ -103,11 +103,11 @@ def figure_context(runs: pd.DataFrame, metrics: Metrics) -> figs.Context:
 def build_report(paths: Sequence[Path | str], out: Path | None = None, formats: Sequence[str] = FORMATS,
                  by: Grouping = "mode", prices: PriceTable | None = None) -> ReportResult:
     """Loads the traces of ``paths``, computes every grouping's metrics and writes the report to ``out``."""
-    paths = [Path(p) for p in paths]
-    traces = load_traces(paths)
+    folders = [Path(p) for p in paths]
+    traces = load_traces(folders)
     if traces.events.empty:
-        raise UserInputError(f"{paths[0]}: no trace events to report on ({traces.skipped_count} lines skipped)")
-    out = out if out is not None else default_out(paths)
+        raise UserInputError(f"{folders[0]}: no trace events to report on ({traces.skipped_count} lines skipped)")
+    out = out if out is not None else default_out(folders)
     prepared = prepare(traces, prices)
     runs = prepared.runs
     events = traces.events

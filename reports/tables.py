@@ -15,8 +15,15 @@ from tabulate import tabulate
 from harness.errors import ERROR_KINDS, INFRASTRUCTURE_ERRORS
 from modes import MODES, Mode
 from reports.load import clean_text
-from reports.metrics import (DECISION_MAKERS, JUDGED_VERDICTS, KEY_HEADERS, STATUSES, GroupMetrics, Metrics,
-                             ViolationCount)
+from reports.metrics import (
+    DECISION_MAKERS,
+    JUDGED_VERDICTS,
+    KEY_HEADERS,
+    STATUSES,
+    GroupMetrics,
+    Metrics,
+    ViolationCount,
+)
 from reports.schema import BLOCK_REASONS
 from reports.stats import Spread
 
@@ -62,7 +69,7 @@ class Table:
         return [c.header for c in self.columns]
 
     def display_rows(self) -> list[list[str]]:
-        return [[show(v, c.fmt) for v, c in zip(row, self.columns)] for row in self.rows]
+        return [[show(v, c.fmt) for v, c in zip(row, self.columns, strict=False)] for row in self.rows]
 
 
 def _undefined(value: Any) -> bool:
@@ -162,7 +169,7 @@ def to_html(table: Table) -> str:
     body = []
     for row in table.display_rows():
         cells = "".join(f'<td class="{"num" if c.numeric else "text"}">{html.escape(v)}</td>'
-                        for v, c in zip(row, table.columns))
+                        for v, c in zip(row, table.columns, strict=False))
         body.append(f"<tr>{cells}</tr>")
     return (f'<table id="table-{table.name}" class="metrics" data-table="{table.name}">\n'
             f"<thead><tr>{head}</tr></thead>\n<tbody>\n" + "\n".join(body) + "\n</tbody>\n</table>")
@@ -444,7 +451,7 @@ def metrics_table(metrics: Metrics) -> Table:
     rows = [list(r) for r in parts[0].rows]
     for part in parts[1:]:
         columns += [Column(f"{part.name.split('_by_')[0]}: {c.header}", c.fmt) for c in part.columns[width:]]
-        for row, extra in zip(rows, part.rows):
+        for row, extra in zip(rows, part.rows, strict=False):
             row.extend(extra[width:])
     return Table(f"metrics_by_{metrics.grouping}", f"All metrics per {per(metrics)}", tuple(columns),
                  tuple(tuple(r) for r in rows))

@@ -56,7 +56,8 @@ class Run:
             return "infrastructure"
         if self.premature:
             return "late"
-        return {"error": "failed_closed", "rejected": "failed_closed", "step_limit": "no_stop"}.get(self.status, "early")
+        ends = {"error": "failed_closed", "rejected": "failed_closed", "step_limit": "no_stop"}
+        return ends.get(self.status, "early")
 
     def lines(self) -> list[str]:
         """The run's trace lines as the harness writes them."""
@@ -73,7 +74,8 @@ class Run:
                                   ts="2026-01-01T00:00:00.000+00:00", **fields))
             seq += 1
 
-        emit(step=0, decision_maker="runtime", kind="run_start", detail={"seed": 1, "gateway_policy": self.gateway_policy})
+        emit(step=0, decision_maker="runtime", kind="run_start",
+             detail={"seed": 1, "gateway_policy": self.gateway_policy})
         errors: dict[str, int] = {}
         usage = Usage()
         for call in self.calls:
@@ -103,7 +105,8 @@ class Run:
             stop_correct=self.stop_correct, oracle_passed=self.stop_correct and not self.violations,
             violations=self.violations, side_effects_committed=sum(r == "committed" for _, r in self.actions),
             side_effects_blocked=blocked,
-            blocked_by=self.blocked_by if self.blocked_by is not None else ({"gate_closed": blocked} if blocked else {}),
+            blocked_by=self.blocked_by if self.blocked_by is not None else
+            ({"gate_closed": blocked} if blocked else {}),
             unauthorized_side_effects=self.premature if self.unauthorized is None else self.unauthorized,
             premature_side_effects=self.premature, wait_marker_without_suspend=self.wait_without_suspend,
             steps=len(self.actions), llm_calls=len(self.calls), usage=usage, wall_ms=self.wall_ms,

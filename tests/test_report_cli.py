@@ -171,7 +171,7 @@ def test_nothing_but_bad_lines_is_a_user_error(tmp_path):
     from reports.report import build_report
 
     (tmp_path / "traces.jsonl").write_text("garbage\n{\"half\": \n")
-    with pytest.raises(UserInputError, match="no trace events.*2 lines skipped"):
+    with pytest.raises(UserInputError, match=r"no trace events.*2 lines skipped"):
         build_report([tmp_path])
 
 

@@ -20,7 +20,7 @@ def runs(correct: int, n: int, prefix: str, **fields) -> list[Run]:
 def test_verdicts_come_first_and_only_changed_metrics_follow(tmp_path, monkeypatch, capsys):
     a = write_runs(tmp_path / "a", runs(8, 10, "a"))
     b = write_runs(tmp_path / "b", runs(5, 10, "b"))
-    code, out, err = bench_main(monkeypatch, capsys, "compare", str(a), str(b))
+    code, out, _err = bench_main(monkeypatch, capsys, "compare", str(a), str(b))
     assert code == 1
     lines = [line for line in out.splitlines() if line.strip()]
     assert lines[0].startswith("A: ") and lines[1].startswith("B: ")

@@ -88,7 +88,7 @@ def test_several_folders_and_the_same_folder_twice(tmp_path):
 
 
 def test_missing_folder_is_a_user_error(tmp_path):
-    with pytest.raises(UserInputError, match="no traces.jsonl"):
+    with pytest.raises(UserInputError, match=r"no traces\.jsonl"):
         load_traces(tmp_path / "nowhere")
 
 

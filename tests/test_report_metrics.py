@@ -76,7 +76,7 @@ def test_latency_percentiles_match_numpy(traces):
     for mode in ("react", "workflow"):
         walls = WALL[mode] + ([5000.0, 3000.0, 90.0] if mode == "react" else [])
         got = metrics[(mode, "enforce")].run_latency
-        for q, value in zip((50, 95, 99), (got.p50, got.p95, got.p99)):
+        for q, value in zip((50, 95, 99), (got.p50, got.p95, got.p99), strict=False):
             assert value == pytest.approx(np.percentile(walls, q))
         assert got.mean == pytest.approx(statistics.fmean(walls))
         assert got.std == pytest.approx(statistics.stdev(walls))
@@ -120,7 +120,7 @@ def test_loops_need_three_identical_proposals_in_a_row(tmp_path):
             Run("no-loop", "react", calls=[Call(1, action=a) for a in ["a", "a", "b", "a", "a"]]),
             Run("plan", "react", calls=[Call(1, action=None) for _ in range(4)])]
     runs = classify_runs(load_traces(write_runs(tmp_path / "run", runs)))
-    assert dict(zip(runs["run_id"], runs["loop"])) == {"loop": True, "no-loop": False, "plan": False}
+    assert dict(zip(runs["run_id"], runs["loop"], strict=False)) == {"loop": True, "no-loop": False, "plan": False}
 
 
 def test_who_decided(traces):

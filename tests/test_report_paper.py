@@ -125,7 +125,7 @@ def test_by_scenario_draws_a_heatmap_not_a_column_of_bars():
     FigureCanvasAgg(heat).draw()
     panels = [ax for ax in heat.axes if ax.images]
     assert len(panels) == 2  # one per gateway policy
-    assert [t.get_text() for t in panels[-1].get_xticklabels()][0] == "blog_brief_approval"
+    assert next(t.get_text() for t in panels[-1].get_xticklabels()) == "blog_brief_approval"
     assert any(t.get_text() == "5/5" for t in panels[0].texts)  # correct / judged in the cells
     assert heat.get_size_inches()[0] <= 7.3  # a paper's text width
     assert len(plots["verdicts"].figure.axes[0].get_yticklabels()) == 10  # the other figures stay per mode

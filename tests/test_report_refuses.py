@@ -143,7 +143,7 @@ def test_one_event_on_two_different_lines_is_an_error_naming_both_places(tmp_pat
     a = write_runs(tmp_path / "a", runs_of(2))
     changed = [line.replace('"wall_ms":10.0', '"wall_ms":11.0') for line in lines_of(runs_of(1))]
     b = write_lines(tmp_path / "b", changed)
-    code, out, err = bench_main(monkeypatch, capsys, "report", str(a), str(b))
+    code, _out, err = bench_main(monkeypatch, capsys, "report", str(a), str(b))
     assert code == 2 and len(err.strip().splitlines()) == 1
     summary = summary_index(lines_of(runs_of(2)), "r1") + 1
     assert f"{a / 'traces.jsonl'}:{summary} and {b / 'traces.jsonl'}:{summary}" in err
@@ -157,7 +157,7 @@ def test_mixed_schema_versions_are_an_error_naming_the_files(tmp_path, monkeypat
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "mixed schema_version" in err and str(new / "traces.jsonl") in err and str(old / "traces.jsonl") in err
     one_file = write_lines(tmp_path / "both", lines_of(runs_of(1)) + [schema_1(x) for x in lines_of(runs_of(1, "o"))])
-    with pytest.raises(UserInputError, match="mixed schema_version.*schema 1\\+2"):
+    with pytest.raises(UserInputError, match=r"mixed schema_version.*schema 1\+2"):
         load_traces(one_file)
 
 
@@ -195,12 +195,12 @@ def test_the_last_summary_of_a_resumed_run_is_its_outcome(tmp_path):
     offset = len(first)
     later = [edited(line, ("seq",), json.loads(line)["seq"] + offset + 1) for line in resumed[1:]]
     human = edited(edited(resumed[0], ("seq",), offset), ("kind",), "human")
-    traces = load_traces(write_lines(tmp_path / "run", first + [human] + later))
+    traces = load_traces(write_lines(tmp_path / "run", [*first, human, *later]))
     [run] = traces.runs.itertuples()
     assert (run.status, run.resumes, run.summaries) == ("finished", 1, 2)
     group = compute(traces).by_key()[("react_guarded", "enforce")]
     assert (group.runs, group.resumed_runs, group.stop.successes) == (1, 1, 0)
-    cut = load_traces(write_lines(tmp_path / "cut", first + [human] + later[:-1]))  # the resume never ended
+    cut = load_traces(write_lines(tmp_path / "cut", [*first, human, *later[:-1]]))  # the resume never ended
     assert cut.runs.empty and cut.incomplete_runs == 1
     assert any("events after their last summary" in w for w in cut.warnings)
 
@@ -216,7 +216,7 @@ def test_a_non_utf8_byte_in_action_is_skipped_and_named(tmp_path, monkeypatch, c
     raw = [line.encode() for line in lines]
     raw[index] = raw[index].replace(b'"action":"create_brief"', b'"action":"create\xff\xfe_brief"')
     (folder / "traces.jsonl").write_bytes(b"\n".join(raw) + b"\n")
-    code, out, err = bench_main(monkeypatch, capsys, "report", str(folder), "--out", str(tmp_path / "r"))
+    code, _out, err = bench_main(monkeypatch, capsys, "report", str(folder), "--out", str(tmp_path / "r"))
     assert code == 0, err
     assert f"line {index + 1}: skipped" in err
 
@@ -324,7 +324,7 @@ def test_a_run_without_a_declared_policy_takes_its_folders_manifest(tmp_path):
 
 
 def test_trace_path_errors_are_one_line(tmp_path):
-    with pytest.raises(UserInputError, match="no traces.jsonl"):
+    with pytest.raises(UserInputError, match=r"no traces\.jsonl"):
         load_traces(tmp_path / "missing")
     unreadable = Path("/proc/self/mem")
     if unreadable.exists():
