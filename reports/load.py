@@ -204,15 +204,18 @@ def _read_chunk(chunk: memoryview, lines: int, path: Path, first_line: int) -> t
         table = _parse(chunk)
     except (pa.ArrowException, ValueError):  # ValueError: pyarrow raises UnicodeDecodeError for bad UTF-8
         return _read_lines(bytes(chunk), path, first_line)
-    return table.append_column("line", _line_numbers(chunk, lines, first_line, table.num_rows)), table.num_rows, []
+    numbers = _line_numbers(chunk, lines, first_line, table.num_rows)
+    if numbers is None:  # rows and lines do not line up (pyarrow also ends a row at a lone CR): line by line
+        return _read_lines(bytes(chunk), path, first_line)
+    return table.append_column("line", numbers), table.num_rows, []
 
 
-def _line_numbers(chunk: memoryview, lines: int, first_line: int, rows: int) -> pa.Array:
-    """The line number of each row pyarrow read from ``chunk`` (it skips blank lines)."""
+def _line_numbers(chunk: memoryview, lines: int, first_line: int, rows: int) -> pa.Array | None:
+    """The line number of each row pyarrow read from ``chunk`` (it skips blank lines); None if they differ."""
     if lines == rows:  # no blank line: row i is line i
         return pa.array(np.arange(first_line, first_line + rows, dtype=np.int64))
     numbers = [first_line + i for i, raw in enumerate(bytes(chunk).split(b"\n")) if raw.strip()]
-    return pa.array(np.array(numbers[:rows], dtype=np.int64))
+    return pa.array(np.array(numbers, dtype=np.int64)) if len(numbers) == rows else None
 
 
 def _parse(data: bytes | memoryview) -> pa.Table:
@@ -245,9 +248,8 @@ def _read_lines(chunk: bytes, path: Path, first_line: int) -> tuple[pa.Table, in
         number = first_line + offset
         try:
             value = json.loads(raw)
-        except RecursionError:
-            bad.append(SkippedLine(str(path), number, "nested too deeply to read"))
-            continue
+        except RecursionError:  # too deep for Python's parser, maybe not for pyarrow's (it skips unread fields)
+            value = {}
         except ValueError:  # includes bad UTF-8 and numbers too long to convert
             bad.append(SkippedLine(str(path), number, "not JSON (truncated or corrupt)"))
             continue
@@ -268,15 +270,19 @@ def _parse_good(good: list[bytes], numbers: list[int]) -> tuple[pa.Table, list[t
         return _empty_with_lines(), []
     try:
         table = _parse(b"\n".join(good))
-        return table.append_column("line", pa.array(numbers, pa.int64())), []
+        if table.num_rows == len(good):
+            return table.append_column("line", pa.array(numbers, pa.int64())), []
     except (pa.ArrowException, ValueError):
         pass
     tables, rejected = [], []
-    for raw, number in zip(good, numbers, strict=False):
+    for raw, number in zip(good, numbers, strict=True):
         try:
             one = _parse(raw)
         except (pa.ArrowException, ValueError) as exc:
             rejected.append((number, clean_text(str(exc).removeprefix("JSON parse error: "), 80)))
+            continue
+        if one.num_rows != 1:
+            rejected.append((number, "more than one JSON object on the line"))
             continue
         tables.append(one.append_column("line", pa.array([number], pa.int64())))
     return (pa.concat_tables(tables) if tables else _empty_with_lines()), rejected

@@ -330,3 +330,24 @@ def test_trace_path_errors_are_one_line(tmp_path):
     if unreadable.exists():
         with pytest.raises(UserInputError, match="cannot read"):
             load_traces(unreadable)
+
+
+@pytest.mark.parametrize("separator", [b"\r", b"\x0b", b"\r\n", b"\n\n\r\r\n"])
+def test_odd_line_endings_are_read_or_named_never_a_crash(tmp_path, separator):
+    lines = lines_of(runs_of(2))
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "traces.jsonl").write_bytes(separator.join(line.encode() for line in lines) + b"\n")
+    traces = load_traces(folder)
+    if b"\n" in separator:
+        assert len(traces.runs) == 2 and traces.skipped_count == 0
+    else:  # one line holding every event: not one JSON object, named
+        assert [s.line for s in traces.skipped] == [1] and traces.events.empty
+
+
+def test_a_deep_but_readable_line_is_kept_even_next_to_a_bad_one(tmp_path):
+    lines = lines_of(runs_of(2))
+    lines[1] = lines[1][:-1] + ',"args":' + "[" * 10_000 + "]" * 10_000 + "}"  # a field the report never reads
+    folder = write_lines(tmp_path / "run", [*lines[:2], "garbage", *lines[2:]])
+    traces = load_traces(folder)  # the chunk goes line by line; the deep line must survive that path too
+    assert [s.line for s in traces.skipped] == [3] and len(traces.events) == len(lines)
