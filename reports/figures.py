@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -62,7 +63,19 @@ def labels(metrics: Metrics) -> list[str]:
     varying = [i for i, name in enumerate(metrics.keys) if metrics.constant(name) is None]
     if not varying:
         varying = [metrics.keys.index("mode")] if "mode" in metrics.keys else [0]
-    return [clean_text(" / ".join(g.key[i] for i in varying), 48) for g in metrics.groups]
+    folders = short_folders([g.get("source") for g in metrics.groups])
+    return [clean_text(" / ".join(folders[g.key[i]] if metrics.keys[i] == "source" else g.key[i] for i in varying), 48)
+            for g in metrics.groups]
+
+
+def short_folders(paths: list[str]) -> dict[str, str]:
+    """Each run folder by its shortest distinctive tail: results/a/run and results/b/run -> a/run, b/run."""
+    parts = {p: Path(p).parts or (p,) for p in set(paths)}
+    for depth in range(1, max((len(v) for v in parts.values()), default=1) + 1):
+        tails = {p: "/".join(v[-depth:]) for p, v in parts.items()}
+        if len(set(tails.values())) == len(tails):
+            return tails
+    return {p: p for p in parts}
 
 
 def _title(fig: Figure, title: str, context: Context) -> None:
