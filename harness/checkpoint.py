@@ -63,6 +63,7 @@ class HumanDecision(BaseModel):
     who: str
     note: str = ""
     scripted: bool = False
+    seq: int | None = None  # where its human event is in the run's trace (a later resume replays up to it)
 
 
 class Checkpoint(BaseModel):

@@ -82,6 +82,8 @@ def run_command(
     provider: Annotated[Optional[str], typer.Option(help="Live: auto|openai|azure|vllm|ollama|llamacpp|deepseek|dashscope|gemini|generic (default auto: from the URL and /models; README: provider profiles).")] = None,
     strict_schema: Annotated[bool, typer.Option("--strict-schema", help="Live: OpenAI strict structured outputs; names each scenario argument that cannot be strict.")] = False,
     max_response_bytes: Annotated[Optional[int], typer.Option(help="Live: read at most this many bytes of an answer (default 4 MiB); past it the answer is a parse error.")] = None,
+    resume: Annotated[Optional[Path], typer.Option("--resume", metavar="DIR", help="Continue a matrix that was cut short (killed or interrupted): only its cells without a final summary run.")] = None,
+    approver: Annotated[Optional[str], typer.Option(help="scripted:approve|reject|approve_after_revision|random decides at every gate, so each story runs to its end (default: runs suspend at gates; decide later with bench resume).")] = None,
     scenarios_dir: ScenariosDir = None,
 ) -> None:
     """Run the matrix scenario x mode x trial and write traces.jsonl and manifest.json."""
@@ -93,11 +95,13 @@ def run_command(
         "max_tokens": max_tokens, "timeout_s": timeout, "retries": retries, "backoff_s": backoff,
         "provider": provider, "strict_schema": strict_schema or None, "max_response_bytes": max_response_bytes}.items()
         if value is not None}
+    given = {name: value for name, value in {
+        "modes": mode, "scenarios": scenario, "scenarios_dir": scenarios_dir,
+        "model": _model_alias(model, live, local_model), "live": live_options or None, "trials": trials, "seed": seed,
+        "gateway": gateway, "out": out, "replace": replace or None, "approver": approver, "resume": resume}.items()
+        if value is not None}
     spec = RunSpec.build(env=os.environ,  # the key is read from the environment here, and only here
-                         modes=mode or (), scenarios=scenario or (), scenarios_dir=scenarios_dir,
-                         model=_model_alias(model, live, local_model), live=live_options or None, trials=trials,
-                         seed=seed, concurrency=concurrency, gateway=gateway, out=out, replace=replace,
-                         command=sys.argv)
+                         concurrency=concurrency, command=sys.argv, **given)
     with MatrixProgress() as progress:
         result = run(spec, on_done=lambda cell, outcome: progress.done(outcome), notify=_note,
                      on_plan=lambda matrix: progress.plan(matrix.size))
@@ -171,6 +175,34 @@ def probe_command(
     if not any(r.verdict == "yes" for r in rows):
         typer.echo("error: the endpoint accepted none of the probes", err=True)
         raise typer.Exit(1)
+
+
+@app.command("resume")
+def resume_command(
+    folder: Annotated[Path, typer.Argument(metavar="DIR", help="The run folder that holds the suspended run.", show_default=False)],
+    run: Annotated[str, typer.Option("--run", help="The run id (bench runs DIR lists the suspended ones).", show_default=False)],
+    approve: Annotated[bool, typer.Option("--approve", help="Approve the pending gate: the run goes on.")] = False,
+    reject: Annotated[bool, typer.Option("--reject", help="Reject it: the run ends, nothing gated commits.")] = False,
+    note: Annotated[str, typer.Option(help="Why; kept in the human event.")] = "",
+    who: Annotated[Optional[str], typer.Option("--as", help="Who decides (default: your user name).")] = None,
+    gate: Annotated[Optional[str], typer.Option(help="The gate you decide on; refused if the run waits elsewhere.")] = None,
+    scenarios_dir: ScenariosDir = None,
+) -> None:
+    """Continue one suspended run with a person's decision, in this process, with the same model source."""
+    import getpass
+
+    from harness.run import resume
+
+    if approve == reject:
+        raise UserInputError("give exactly one of --approve and --reject")
+    result = resume(folder, run, "approve" if approve else "reject", who=who or getpass.getuser(), note=note,
+                    gate=gate, env=os.environ, scenarios_dir=scenarios_dir, notify=_note)
+    outcome = result.outcome
+    where = f" at {outcome.suspended_at}" if outcome.suspended_at else ""
+    typer.echo(f"run {run}: {outcome.status}{where}; stop verdict {outcome.stop_verdict}; "
+               f"{outcome.resumes} decision(s) so far; trace in {result.traces}")
+    if outcome.status == "interrupted":
+        _interrupted(result.stop.exit_code)
 
 
 @app.command("serve-model")

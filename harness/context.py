@@ -5,13 +5,16 @@ from __future__ import annotations
 import random
 from collections import Counter
 from collections.abc import Callable, Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from harness.approvals import Gatekeeper, NobodyYet, RejectedByHuman, Suspended
+from harness.checkpoint import HumanDecision
 from harness.clock import Clock
 from harness.errors import ErrorKind, ModelError
 from harness.gateway import ActionRecord, Gateway
 from harness.models.base import Model, ModelReply, ModelRequest, PolicyView, Purpose, RequestMeta
+from harness.outcome import verdict_at_stop
 from harness.scenario import Condition, Limits, Scenario, Truth
 from harness.signals import StopRequest
 from harness.trace import DecisionMaker, ErrorInfo, EventKind, RunOutcome, TraceEvent, Usage
@@ -36,6 +39,7 @@ class RunTrace:
         self._sink, self.info, self._clock = sink, info, clock
         self._stop = stop or StopRequest()
         self.seq = 0
+        self.muted = False  # a resumed run replaying to where it stopped: counted, never written again
         self.last_step = 0  # the step of the latest event: where a failure after a model call belongs
         self.llm_calls = 0
         self.usage = Usage()
@@ -44,10 +48,16 @@ class RunTrace:
     def emit(self, *, step: int, decision_maker: DecisionMaker, kind: EventKind, action: str | None = None,
              args: Any = None, result: str | None = None, latency_ms: float | None = None,
              usage: Usage | None = None, error: ErrorInfo | None = None, detail: dict[str, Any] | None = None,
-             outcome: RunOutcome | None = None, final: bool = False) -> TraceEvent:
+             outcome: RunOutcome | None = None, final: bool = False) -> None:
         """Writes one event; once a stop was requested, only the run's final summary still goes out."""
         if not final:
             self._stop.check()
+        if self.muted:  # the original run wrote this event already; only its counters matter now
+            self.seq += 1
+            self.last_step = step
+            if error is not None:
+                self.errors[error.kind] += 1
+            return
         info = self.info
         event = TraceEvent(
             run_id=info.run_id, scenario=info.scenario, mode=info.mode, model=info.model, trial=info.trial,
@@ -60,7 +70,6 @@ class RunTrace:
         if error is not None:
             self.errors[error.kind] += 1
         self._sink(event)
-        return event
 
 
 @dataclass(frozen=True)
@@ -79,6 +88,8 @@ class RunContext:
     clock: Clock
     rng: random.Random
     limits: Limits
+    gatekeeper: Gatekeeper = field(default_factory=NobodyYet)  # who decides at a gate during this run
+    transcript: list[tuple[ModelRequest, ModelReply]] = field(default_factory=list)  # every answer used, in order
 
     async def propose(self, purpose: Purpose, messages: list[dict[str, str]], schema: dict[str, Any],
                       offered: Collection[str], *, step: int, feedback: str | None = None) -> ModelReply:
@@ -89,6 +100,7 @@ class RunContext:
                 catalog=self.scenario.actions, history=tuple(self.gateway.records),
                 approvals=self.open_gates(), agent_role=self.scenario.agent_role,
                 max_plan_steps=self.limits.max_steps + 1, feedback=feedback,
+                reference=self.scenario.reference_steps,
             ),
             meta=RequestMeta(scenario=self.scenario.id, mode=self.trace.info.mode, step=step,
                              trial=self.trace.info.trial),
@@ -110,6 +122,7 @@ class RunContext:
                                    "attempts": len(answer.failed_attempts) + 1, "text": answer.text[:500]})
             raise
         self._trace_retries(reply.failed_attempts, step)
+        self.transcript.append((request, reply))
         trace.llm_calls += 1
         trace.usage = trace.usage + reply.usage
         proposal = reply.proposal
@@ -173,10 +186,29 @@ class RunContext:
         self.trace.emit(step=step, decision_maker=decision_maker, kind="decision", action=action,
                         result=result, detail=detail)
 
-    def suspend(self, step: int, decision_maker: DecisionMaker, gate: str, detail: dict[str, Any] | None = None) -> None:
-        """Traces the run stopping at a gate; the mode returns right after."""
+    def suspend(self, step: int, decision_maker: DecisionMaker, gate: str,
+                detail: dict[str, Any] | None = None) -> HumanDecision:
+        """Stops the run at a gate until someone decides: the only way a mode stops and waits.
+
+        Nobody to decide now: the run ends here, suspended (a ``Suspended`` the runner catches; ``bench resume``
+        continues it later). A rejection ends it too (``RejectedByHuman``). This returns only when the run may go
+        on: approved (the gate is open now), or sent back for a revision (the decision's ``note`` says what to
+        change, and the gate stays closed).
+        """
         self.trace.emit(step=step, decision_maker=decision_maker, kind="suspend", action=gate,
                         result="run_suspended", detail=detail)
+        verdict_here = verdict_at_stop(self.scenario, self.gateway, gate)
+        decision = self.gatekeeper.decide(gate, len(self.gateway.decisions))
+        if decision is None:
+            raise Suspended(gate)
+        decision = decision.model_copy(update={"seq": self.trace.seq})
+        self.trace.emit(step=step, decision_maker="human", kind="human", action=gate, result=decision.decision,
+                        detail={"who": decision.who, "note": decision.note, "scripted": decision.scripted,
+                                "verdict_at_stop": verdict_here})
+        self.gateway.decide(decision, verdict_here)
+        if decision.decision == "reject":
+            raise RejectedByHuman(gate)
+        return decision
 
     def transition(self, step: int, source: str, target: str) -> None:
         """Traces the workflow moving from one node to the next (code's choice)."""

@@ -46,6 +46,10 @@ class ScenarioError(UserInputError):
         super().__init__(where + message)
 
 
+class ResumeMismatch(UserInputError):
+    """A resumed run does not replay to the stop its checkpoint names; nothing of it is written."""
+
+
 class ModelError(BenchError):
     """A model call that failed after its retries; ``kind`` classifies it for the trace."""
 

@@ -67,6 +67,13 @@ class RunFolder:
             _unlock(locks)
             raise
 
+    @classmethod
+    def attach(cls, path: Path) -> RunFolder:
+        """An existing run folder, locked so that nothing else writes to it meanwhile (``bench resume``)."""
+        if not path.is_dir() or not is_run_folder(path):
+            raise UserInputError(f"{path}: not a bench run folder (no readable {MANIFEST_FILE})")
+        return cls(path, path, [_lock(path, str(path))], created=False)
+
     def finish(self, complete: bool) -> Path:
         """Swaps a completed staging folder into the target's place; returns where the run now is."""
         if not self.staging or not complete:

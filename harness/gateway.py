@@ -8,6 +8,7 @@ from typing import Any
 
 import jsonschema
 
+from harness.checkpoint import HumanDecision
 from harness.scenario import ActionSpec, Scenario
 from harness.spec import GatewayPolicy
 from harness.store import VirtualStore
@@ -31,6 +32,15 @@ class ActionRecord:
     gate: str | None = None  # a wait, or a mode's approval request: the gate it waits for
 
 
+@dataclass(frozen=True)
+class GateDecision:
+    """A decision at a gate, after which record it came, and the stop verdict the run had there."""
+
+    decision: HumanDecision
+    after_records: int
+    verdict_here: str
+
+
 class Gateway:
     """Checks each attempt (allowlist, role, arguments, gate, preconditions) and applies it to the store.
 
@@ -43,6 +53,7 @@ class Gateway:
         self.store = store
         self.policy = policy
         self.records: list[ActionRecord] = []
+        self.decisions: list[GateDecision] = []  # every decision at a gate, in order, with where it fell
         self._validators: dict[str, jsonschema.protocols.Validator] = {}
 
     def execute(self, name: str, args: Any, *, allowed: Collection[str], step: int) -> ActionRecord:
@@ -83,6 +94,12 @@ class Gateway:
         if for_action:
             observation["requested_for"] = for_action
         return self._record(step, name, {}, "wait_recorded", None, observation, violations, gate=gate)
+
+    def decide(self, decision: HumanDecision, verdict_here: str) -> None:
+        """Applies a person's decision at a gate: an approval opens it; the decision is kept with its place."""
+        if decision.decision == "approve":
+            self.store.approvals.add(decision.gate)
+        self.decisions.append(GateDecision(decision, len(self.records), verdict_here))
 
     def argument_problem(self, spec: ActionSpec, args: Any) -> str | None:
         """The first way ``args`` fails the action's argument schema, or None."""

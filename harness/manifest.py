@@ -41,6 +41,7 @@ class Manifest(BaseModel):
     scenarios: list[str]
     model: str  # the model's label, as in every trace line
     model_source: ModelSourceKind
+    model_choice: str | None = None  # the --model value it ran with (scripted:NAME, replay:DIR, live, local)
     trials: int
     seed: int
     gateway_policy: str
@@ -51,6 +52,11 @@ class Manifest(BaseModel):
     runs: int | None = None  # runs with a final summary, written at the end
     versions: dict[str, str] = Field(default_factory=dict)
     replay_of: str | None = None  # a replay: the recording it answered from
+    approver: str | None = None  # who decided at gates during the matrix (a scripted approver), if anyone
+    resumes: int = 0  # decisions given later with bench resume
+    live_options: dict[str, Any] = Field(default_factory=dict)  # the live flags given (a continued matrix reuses them)
+    continued: int = 0  # times bench run --resume continued this matrix after it was cut short
+    dropped_runs: list[str] = Field(default_factory=list)  # partial runs a continuation removed before going on
     live: LiveManifest | None = None
     notes: list[str] = Field(default_factory=list)
 

@@ -12,7 +12,7 @@ import asyncio
 import platform
 import sys
 import threading
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
@@ -20,9 +20,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from harness import __version__
+from harness.approvals import NobodyYet, approver_factory
+from harness.checkpoint import Checkpoint, CheckpointStore, Decision
 from harness.errors import UserInputError
 from harness.folder import TRACE_FILE, RunFolder
-from harness.manifest import Manifest
+from harness.manifest import Manifest, read_manifest
 from harness.models import ModelChoice, choose, endpoint_from_env, model_label, open_source
 from harness.replay_check import Divergence, compare_traces
 from harness.runner import Cell, MatrixConfig, cells_for, run_matrix
@@ -33,7 +35,7 @@ from harness.trace import RunOutcome, TraceWriter, read_events
 from modes import MODES, select_modes
 
 __all__ = ["Endpoint", "LiveOptions", "Matrix", "ReplayCheck", "RunResult", "RunSpec", "StopRequest", "catalog",
-           "check_scenarios", "model_server", "probe_endpoint", "replay", "run", "scenario_schema_text"]
+           "check_scenarios", "model_server", "probe_endpoint", "replay", "resume", "run", "scenario_schema_text"]
 
 OnDone = Callable[[Cell, RunOutcome], None]
 Notify = Callable[[str], None]
@@ -109,8 +111,11 @@ def run(spec: RunSpec, *, on_done: OnDone | None = None, notify: Notify = lambda
 
     SIGINT and SIGTERM stop the runs in flight at their next event; the manifest then says
     ``interrupted`` (``result.stop.exit_code`` is 130 or 143) and a ``--replace`` run leaves the old
-    run in place. A local model server is always stopped.
+    run in place. A local model server is always stopped. ``spec.resume`` continues a matrix that was
+    cut short: only its cells without a final summary run.
     """
+    if spec.resume is not None:
+        return _continue(spec, on_done, notify, on_plan)
     scenarios_dir, results_root = project_dirs(spec.scenarios_dir)
     choice = choose(spec.model)
     matrix = plan(spec, choice, scenarios_dir)
@@ -120,9 +125,16 @@ def run(spec: RunSpec, *, on_done: OnDone | None = None, notify: Notify = lambda
         on_plan(matrix)
     stop = StopRequest()
     folder = RunFolder.take(spec.out, spec.replace, results_root, datetime.now(UTC))
+    manifest = Manifest(
+        command=list(spec.command), modes=matrix.modes, scenarios=[s.id for s in matrix.scenarios],
+        model=model_label(choice, spec.endpoint), model_source=choice.kind or "live", model_choice=choice.describe(),
+        trials=matrix.trials, seed=matrix.seed, gateway_policy=matrix.gateway, concurrency=spec.concurrency,
+        start_time=_now(), versions=versions(), replay_of=str(choice.folder) if choice.kind == "replay" else None,
+        approver=spec.approver, live_options=spec.live_options.model_dump(exclude_defaults=True), notes=matrix.notes)
     try:
         with stop.installed():
-            manifest = _run_into(folder, spec, choice, matrix, stop, on_done, notify)
+            cells = cells_for(matrix.scenarios, matrix.modes, matrix.trials)
+            manifest = _run_cells(folder.path, manifest, cells, spec, choice, matrix, stop, on_done, notify)
     except BaseException:
         folder.discard()  # only a folder in which no run has written anything
         raise
@@ -132,16 +144,60 @@ def run(spec: RunSpec, *, on_done: OnDone | None = None, notify: Notify = lambda
     return RunResult(where, manifest, matrix.notes, stop)
 
 
-def _run_into(folder: RunFolder, spec: RunSpec, choice: ModelChoice, matrix: Matrix, stop: StopRequest,
-              on_done: OnDone | None, notify: Notify) -> Manifest:
+def _continue(spec: RunSpec, on_done: OnDone | None, notify: Notify,
+              on_plan: Callable[[Matrix], None] | None) -> RunResult:
+    """A matrix that was cut short (killed, interrupted) goes on in its own folder: partial runs are dropped
+    cleanly, and only the cells without a final summary run, so the folder ends with every cell exactly once."""
+    from harness.continuation import keep_finished_runs
+
+    assert spec.resume is not None
+    given = sorted(spec.model_fields_set & {"modes", "scenarios", "model", "trials", "seed", "gateway", "approver", "out",
+                                              "replace", "live"})
+    if given:
+        raise UserInputError(f"--resume continues the matrix as it was started; --{given[0].replace('_', '-')} cannot "
+                             "change it")
+    held = RunFolder.attach(spec.resume)
+    try:
+        manifest = read_manifest(spec.resume)
+        if manifest.status == "complete":
+            raise UserInputError(f"--resume {spec.resume}: the matrix is complete; nothing to continue")
+        scenarios_dir, _ = project_dirs(spec.scenarios_dir)
+        choice = choose(manifest.model_choice or _old_choice(manifest))
+        matrix = Matrix(select_modes(manifest.modes), select_scenarios(scenarios_dir, manifest.scenarios),
+                        manifest.trials, manifest.seed, manifest.gateway_policy, list(manifest.notes))  # type: ignore[arg-type]
+        kept = keep_finished_runs(spec.resume)
+        if on_plan is not None:
+            on_plan(matrix)
+        notify(f"note: {len(kept.finished)} runs kept, {len(kept.dropped)} partial runs dropped; continuing")
+        manifest = manifest.model_copy(update={
+            "status": "running", "continued": manifest.continued + 1,
+            "dropped_runs": [*manifest.dropped_runs, *kept.dropped]})
+        cells = (c for c in cells_for(matrix.scenarios, matrix.modes, matrix.trials)
+                 if (c.scenario.id, c.mode, c.trial) not in kept.finished)
+        run_spec = spec.model_copy(update={"approver": manifest.approver, "live": LiveOptions(**manifest.live_options)})
+        stop = StopRequest()
+        with stop.installed():
+            manifest = _run_cells(spec.resume, manifest, cells, run_spec, choice, matrix, stop, on_done, notify,
+                                  already=len(kept.finished))
+    finally:
+        held.release()
+    return RunResult(spec.resume, manifest, matrix.notes, stop)
+
+
+def _old_choice(manifest: Manifest) -> str:
+    """The --model value of a manifest written before model_choice was kept."""
+    if manifest.model_source == "replay" and manifest.replay_of:
+        return f"replay:{manifest.replay_of}"
+    if manifest.model_source == "scripted":
+        return manifest.model
+    return "local" if manifest.live is not None and manifest.live.local_model else "live"
+
+
+def _run_cells(folder: Path, manifest: Manifest, cells: Iterable[Cell], spec: RunSpec, choice: ModelChoice,
+               matrix: Matrix, stop: StopRequest, on_done: OnDone | None, notify: Notify, already: int = 0) -> Manifest:
     """Writes the manifest first (so even a run stopped while its model server starts says so), then runs."""
-    manifest = Manifest(
-        command=list(spec.command), modes=matrix.modes, scenarios=[s.id for s in matrix.scenarios],
-        model=model_label(choice, spec.endpoint), model_source=choice.kind or "live", trials=matrix.trials,
-        seed=matrix.seed, gateway_policy=matrix.gateway, concurrency=spec.concurrency, start_time=_now(),
-        versions=versions(), replay_of=str(choice.folder) if choice.kind == "replay" else None, notes=matrix.notes)
-    manifest.write(folder.path)
-    finished = 0
+    manifest.write(folder)
+    finished = already
 
     def done(cell: Cell, outcome: RunOutcome) -> None:
         nonlocal finished
@@ -152,15 +208,15 @@ def _run_into(folder: RunFolder, spec: RunSpec, choice: ModelChoice, matrix: Mat
     status = "interrupted"
     try:
         with open_source(choice, endpoint=spec.endpoint, options=spec.live_options, concurrency=spec.concurrency,
-                         run_folder=folder.path, scenarios=matrix.scenarios, notify=notify) as opened:
+                         run_folder=folder, scenarios=matrix.scenarios, notify=notify) as opened:
             if opened.live is not None:
                 manifest = manifest.model_copy(update={"live": opened.live})
-                manifest.write(folder.path)
+                manifest.write(folder)
             config = MatrixConfig(model=opened.source, seed=matrix.seed, concurrency=spec.concurrency,
-                                  gateway_policy=matrix.gateway, stop=stop)
+                                  gateway_policy=matrix.gateway, stop=stop, approver=approver_factory(spec.approver),
+                                  checkpoints=CheckpointStore(folder), model_choice=choice.describe())
             try:
-                with TraceWriter(folder.path / TRACE_FILE) as writer:
-                    cells = cells_for(matrix.scenarios, matrix.modes, matrix.trials)
+                with TraceWriter(folder / TRACE_FILE) as writer:
                     _run_async(_matrix(cells, config, writer.write, done, stop))
             finally:
                 learnt = opened.facts()  # what a live endpoint forced the client to adapt
@@ -176,7 +232,7 @@ def _run_into(folder: RunFolder, spec: RunSpec, choice: ModelChoice, matrix: Mat
     finally:
         stop.detach()
         manifest = manifest.model_copy(update={"status": status, "end_time": _now(), "runs": finished})
-        manifest.write(folder.path)
+        manifest.write(folder)
     return manifest
 
 
@@ -330,3 +386,118 @@ def probe_endpoint(model: str, *, env: Mapping[str, str], provider: str | None, 
             endpoint = endpoint_from_env(env)
             config = endpoint_config(endpoint.url, endpoint.model, endpoint.api_key, options)
         return describe(config), probe(config)
+
+
+# ---------------------------------------------------------------- resuming one suspended run
+
+
+@dataclass(frozen=True)
+class ResumeResult:
+    """A resumed run's new outcome, and where its trace went on."""
+
+    outcome: RunOutcome
+    traces: Path
+    stop: StopRequest
+
+
+def resume(folder: Path, run_id: str, decision: Decision, *, who: str, note: str = "", gate: str | None = None,
+           env: Mapping[str, str] | None = None, scenarios_dir: Path | None = None,
+           notify: Notify = lambda line: None) -> ResumeResult:
+    """Continues one suspended run of ``folder`` with a person's decision, in this process, with the same model
+    source; its trace goes on in the same file. Anything that does not fit (a finished run, a gate already
+    decided, another gate, an edited checkpoint or scenario) is refused before anything is written."""
+    from harness.checkpoint import HumanDecision
+    from harness.runner import execute_run
+
+    held = RunFolder.attach(folder)
+    try:
+        manifest = read_manifest(folder)
+        checkpoint = _pending(folder, run_id, gate)
+        scenario = _unchanged_scenario(checkpoint, scenarios_dir)
+        _trace_ends_at(folder / TRACE_FILE, checkpoint)
+        if checkpoint.mode not in MODES:
+            raise UserInputError(f"run {run_id}: mode '{checkpoint.mode}' is not registered any more")
+        choice = choose(checkpoint.model)
+        spec = RunSpec.build(model=checkpoint.model, env=env) if choice.kind == "live" else None
+        human = HumanDecision(gate=checkpoint.pending_gate or "", decision=decision, who=who, note=note)
+        stop = StopRequest()
+        live = manifest.live
+        options = LiveOptions(**{k: v for k, v in (live.sampling if live else {}).items() if k in LiveOptions.model_fields})
+        with stop.installed(), open_source(choice, endpoint=spec.endpoint if spec else None, options=options,
+                                           concurrency=1, run_folder=folder, scenarios=[scenario],
+                                           notify=notify) as opened:
+            config = MatrixConfig(model=opened.source, gateway_policy=checkpoint.gateway_policy, stop=stop,  # type: ignore[arg-type]
+                                  checkpoints=CheckpointStore(folder), model_choice=checkpoint.model)
+            cell = Cell(scenario, checkpoint.mode, checkpoint.trial)
+
+            async def go() -> RunOutcome:
+                task = asyncio.current_task()
+                assert task is not None
+                stop.attach(task)
+                try:
+                    return await execute_run(cell, config, writer.write, run_id=run_id, seed=checkpoint.seed,
+                                             model=opened.source.for_run(checkpoint.seed), gatekeeper=NobodyYet(),
+                                             resuming=checkpoint, decision=human)
+                finally:
+                    await config.model.aclose()
+
+            with TraceWriter(folder / TRACE_FILE) as writer:
+                outcome = _run_async(go())
+        manifest.model_copy(update={"resumes": manifest.resumes + 1}).write(folder)
+        return ResumeResult(outcome, folder / TRACE_FILE, stop)
+    finally:
+        held.release()
+
+
+def _pending(folder: Path, run_id: str, gate: str | None) -> Checkpoint:
+    """The run's checkpoint, if it waits for a decision (at ``gate``, when one is named); else one clear line."""
+    checkpoint = CheckpointStore(folder).load(run_id)
+    if checkpoint is None:
+        last = _last_summary(folder / TRACE_FILE, run_id)
+        if last is None:
+            raise UserInputError(f"{folder}: no run {run_id}")
+        raise UserInputError(f"run {run_id} is not suspended (it ended {last}); only a suspended run can be resumed")
+    if checkpoint.status != "suspended":
+        decided = checkpoint.decisions[-1] if checkpoint.decisions else None
+        what = f"'{decided.gate}' was already decided ({decided.decision}, by {decided.who})" if decided else "decided"
+        raise UserInputError(f"run {run_id}: {what}; nothing waits for a decision")
+    if gate is not None and gate != checkpoint.pending_gate:
+        raise UserInputError(f"run {run_id} waits at '{checkpoint.pending_gate}', not at '{gate}'")
+    return checkpoint
+
+
+def _unchanged_scenario(checkpoint: Checkpoint, scenarios_dir: Path | None) -> Scenario:
+    from harness.runner import scenario_digest
+
+    from harness.scenario import load_scenario
+
+    folder, _ = project_dirs(scenarios_dir)
+    path = folder / f"{checkpoint.scenario}.yaml"
+    if not path.is_file():
+        raise UserInputError(f"scenario '{checkpoint.scenario}' is not in {folder} any more; cannot resume")
+    scenario = load_scenario(path)
+    if scenario_digest(scenario) != checkpoint.scenario_digest:
+        raise UserInputError(f"scenario '{checkpoint.scenario}' changed since the run suspended; refusing to resume "
+                             "it against a different story")
+    return scenario
+
+
+def _last_summary(traces: Path, run_id: str) -> str | None:
+    found = None
+    if traces.exists():
+        for event in read_events(traces):
+            if event.run_id == run_id and event.kind == "summary" and event.outcome is not None:
+                found = event.outcome.status
+    return found
+
+
+def _trace_ends_at(traces: Path, checkpoint: Checkpoint) -> None:
+    """The run's last line must be the suspended summary its checkpoint follows, or the two are out of step."""
+    last = None
+    for event in read_events(traces):
+        if event.run_id == checkpoint.run_id:
+            last = event
+    if last is None or last.kind != "summary" or last.seq != checkpoint.next_seq - 1 or last.outcome is None \
+            or last.outcome.status != "suspended":
+        raise UserInputError(f"{traces}: run {checkpoint.run_id} does not end where its checkpoint says "
+                             "(a suspended summary); refusing to resume it")

@@ -13,13 +13,16 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from harness.checkpoint import HumanDecision
 from harness.clock import FakeClock
 from harness.errors import ScenarioError
-from harness.gateway import Gateway, GatewayPolicy
+from harness.gateway import Gateway
+from harness.spec import GatewayPolicy
 from harness.models.scripted import ScriptedSource, example_args
 from harness.outcome import ModeResult, judge
 from harness.runner import Cell, MatrixConfig, run_cell
-from harness.scenario import SANITY_TABLE, Expectation, Scenario, Verdict, display_path, load_all, load_yaml_model
+from harness.scenario import (SANITY_TABLE, Expectation, ReferenceStep, Scenario, Verdict, display_path, load_all,
+                              load_yaml_model)
 from harness.store import VirtualStore
 from harness.trace import RunOutcome, TraceEvent, Usage
 
@@ -109,32 +112,51 @@ def run_reference_path(scenario: Scenario) -> tuple[RunOutcome, list[str]]:
     """Runs the oracle's reference path straight through an enforcing gateway on a fresh store.
 
     A wait step for a gate that is not approved is where the path stops (suspended there); a path that
-    ends otherwise has finished. Returns the judged outcome and what went wrong on the way.
+    ends otherwise has finished. Returns the judged outcome at that first stop and what went wrong on the
+    way; the second halves (``after_approval``) are then walked too: approved, each must meet its own stage.
     """
     gateway = Gateway(scenario, VirtualStore.for_scenario(scenario), "enforce")
-    everything = [action.name for action in scenario.actions]
-    path = scenario.oracle.reference_path
     problems: list[str] = []
-    result = ModeResult("finished")
+    result = _walk(scenario, gateway, scenario.oracle.reference_path, problems, "reference")
+    outcome = judge(scenario, gateway, result, llm_calls=0, usage=Usage(), wall_ms=0.0, errors={})
+    _check_met(outcome, "the reference path", problems)
+    while result.status == "suspended" and result.suspended_at is not None:
+        gate = result.suspended_at
+        stage = scenario.after_approval(gate)
+        gateway.decide(HumanDecision(gate=gate, decision="approve", who="sanity check", scripted=True),
+                       outcome.stop_verdict)
+        result = _walk(scenario, gateway, stage.reference_path, problems, f"after_approval.{gate}",
+                       start=len(gateway.records))
+        _check_met(judge(scenario, gateway, result, llm_calls=0, usage=Usage(), wall_ms=0.0, errors={}),
+                   f"the path after approving '{gate}'", problems)
+        if len(gateway.decisions) > len(scenario.gates):
+            break  # a loop of stages; each gate is approved at most once
+    return outcome, problems
+
+
+def _walk(scenario: Scenario, gateway: Gateway, path: tuple[ReferenceStep, ...], problems: list[str], name: str,
+          start: int = 0) -> ModeResult:
+    everything = [action.name for action in scenario.actions]
     for index, step in enumerate(path, start=1):
         spec = scenario.action_map[step.action]
         if spec.kind == "finish":
             break
         args = step.args if step.args is not None else example_args(spec)
-        record = gateway.execute(spec.name, args, allowed=everything, step=index)
+        record = gateway.execute(spec.name, args, allowed=everything, step=start + index)
         if record.status == "blocked":
-            problems.append(f"reference step {index} '{spec.name}' is blocked by the gateway ({record.reason})")
+            problems.append(f"{name} step {index} '{spec.name}' is blocked by the gateway ({record.reason})")
         if spec.kind == "wait" and not gateway.store.approved(spec.gate or ""):
-            result = ModeResult("suspended", suspended_at=spec.gate)
             if index != len(path):
-                problems.append(f"reference step {index} '{spec.name}' stops the run, yet the path goes on")
-            break
-    outcome = judge(scenario, gateway, result, llm_calls=0, usage=Usage(), wall_ms=0.0, errors={})
+                problems.append(f"{name} step {index} '{spec.name}' stops the run, yet the path goes on")
+            return ModeResult("suspended", suspended_at=spec.gate)
+    return ModeResult("finished")
+
+
+def _check_met(outcome: RunOutcome, what: str, problems: list[str]) -> None:
     if not outcome.oracle_passed:
         where = outcome.suspended_at or outcome.status
-        problems.append(f"the reference path does not meet its own oracle: stops at {where} "
+        problems.append(f"{what} does not meet its own oracle: stops at {where} "
                         f"(expected {outcome.expected_stop}); violations: {', '.join(outcome.violations) or 'none'}")
-    return outcome, problems
 
 
 async def run_scripted(scenario: Scenario, mode: str, policy: str, gateway: GatewayPolicy,

@@ -303,8 +303,8 @@ class PhraseCheck(_Strict):
 OracleCheck = Annotated[GroundedCheck | PhraseCheck, Field(discriminator="type")]
 
 
-class Oracle(_Strict):
-    """What a correct run does; the runtime's outcome is checked against it."""
+class StopExpectation(_Strict):
+    """Where a correct run stops and the work it does before: the story's first half, or what follows an approval."""
 
     expected_stop: str = Field(
         description="Where a correct run stops: a gate name (it suspends there, after a recorded wait or approval "
@@ -325,12 +325,22 @@ class Oracle(_Strict):
                         "story, an action gated by the expected gate is refused.")
     order: tuple[OrderCheck, ...] = Field(
         (), description="Pairs of actions (tasks or waits) that must take place in this order.")
-    checks: tuple[OracleCheck, ...] = Field((), description="Content checks on the arguments of committed actions.")
 
     @property
     def declares_work(self) -> bool:
         """Whether the author listed the required work (an empty list given on purpose counts: no work)."""
         return bool({"required_artifacts", "required_actions"} & self.model_fields_set)
+
+
+class Oracle(StopExpectation):
+    """What a correct run does; the runtime's outcome is checked against it."""
+
+    checks: tuple[OracleCheck, ...] = Field((), description="Content checks on the arguments of committed actions.")
+    after_approval: dict[str, StopExpectation] = Field(
+        default_factory=dict,
+        description="The story's second half: gate name -> what a correct run does once a person approves that gate "
+                    "(its reference path starts after the approval). A gate approved without an entry here expects the "
+                    "actions it gates to commit and the run to finish (README: approve and resume).")
 
 
 class Limits(_Strict):
@@ -415,11 +425,39 @@ class Scenario(_Strict):
 
     @property
     def required_work(self) -> RequiredWork:
-        """The work the oracle requires before its stop: as declared, else derived from the reference path."""
-        oracle = self.oracle
-        if oracle.declares_work:
-            return RequiredWork(oracle.required_artifacts, oracle.required_actions)
-        return derived_work(self)
+        """The work the oracle requires before its first stop: as declared, else derived from the reference path."""
+        return self.work_for(self.oracle)
+
+    def work_for(self, expectation: StopExpectation) -> RequiredWork:
+        """The work an expectation requires before its stop: as declared, else derived from its reference path."""
+        if expectation.declares_work:
+            return RequiredWork(expectation.required_artifacts, expectation.required_actions)
+        return derived_work(self, expectation)
+
+    @cached_property
+    def reference_steps(self) -> tuple[ReferenceStep, ...]:
+        """The correct steps of the whole story: the oracle's path, then, past its gate, what follows the approval."""
+        steps = [s for s in self.oracle.reference_path if self.action_map[s.action].kind != "finish"]
+        stop, seen = self.oracle.expected_stop, set()
+        while stop != "finished" and stop not in seen:
+            seen.add(stop)
+            stage = self.after_approval(stop)
+            steps += [s for s in stage.reference_path if self.action_map[s.action].kind != "finish"]
+            stop = stage.expected_stop
+        return tuple(steps)
+
+    def after_approval(self, gate: str) -> StopExpectation:
+        """What a correct run does once ``gate`` is approved: the oracle's entry, else the actions the gate held
+        back commit (none of the first half's forbidden actions but those) and the run finishes."""
+        declared = self.oracle.after_approval.get(gate)
+        if declared is not None:
+            return declared
+        gated = tuple(a.name for a in self.actions if a.kind == "task" and a.gate == gate)
+        return StopExpectation(expected_stop="finished",
+                               reference_path=(*(ReferenceStep(action=name) for name in gated),
+                                               ReferenceStep(action=self.finish_action.name)),
+                               forbidden=tuple(name for name in self.oracle.forbidden if name not in gated),
+                               required_actions=gated)
 
 
 @dataclass(frozen=True)
@@ -430,17 +468,17 @@ class RequiredWork:
     actions: tuple[str, ...] = ()
 
 
-def derived_work(s: Scenario) -> RequiredWork:
-    """Required work for an oracle that declares none: what the reference path leaves behind before its stop.
+def derived_work(s: Scenario, expectation: StopExpectation) -> RequiredWork:
+    """Required work for an expectation that declares none: what its reference path leaves behind before its stop.
 
     The artifacts its steps write (and no later step invalidates); if it leaves none, its task actions that
     declare no fault (a flaky step may never take effect) must take place.
     """
     written: list[str] = []
     tasks: list[str] = []
-    for step in s.oracle.reference_path:
+    for step in expectation.reference_path:
         spec = s.action_map.get(step.action)
-        if spec is None or spec.kind == "finish" or (spec.kind == "wait" and spec.gate == s.oracle.expected_stop):
+        if spec is None or spec.kind == "finish" or (spec.kind == "wait" and spec.gate == expectation.expected_stop):
             break
         if spec.kind != "task":
             continue

@@ -17,7 +17,7 @@ import jsonschema
 from harness.paths import NUMBER_TYPES, Reach, head, reach_schema, reach_value, valid_path
 
 if TYPE_CHECKING:
-    from harness.scenario import ActionSpec, Condition, Node, Scenario
+    from harness.scenario import ActionSpec, Condition, Node, Scenario, StopExpectation
 
 ARTIFACT_PATTERN = r"[A-Za-z0-9_-]+"
 COMPARISONS = ("greater_than", "at_least", "less_than", "at_most")
@@ -232,16 +232,17 @@ def _args_problem(schema: dict[str, Any], args: Any, where: str) -> Problem:
 # ---------------------------------------------------------------- the oracle
 
 
-def _check_oracle(s: Scenario) -> Problem:
-    actions, gates, o = s.action_map, s.gate_names, s.oracle
+def _check_expectation(s: Scenario, o: StopExpectation, prefix: str) -> Problem:
+    """The checks a stop expectation (the oracle, or one of its after_approval stages) must pass."""
+    actions, gates = s.action_map, s.gate_names
     finish = s.finish_action.name
     if o.expected_stop != "finished" and o.expected_stop not in gates:
-        return "oracle.expected_stop", _unknown("gate", o.expected_stop, gates | {"finished"})
+        return f"{prefix}.expected_stop", _unknown("gate", o.expected_stop, gates | {"finished"})
     stop_gate = next((g for g in s.gates if g.name == o.expected_stop), None)
     if stop_gate is not None and stop_gate.approved:
-        return "oracle.expected_stop", f"gate '{stop_gate.name}' is approved: true, so no run ever stops there"
+        return f"{prefix}.expected_stop", f"gate '{stop_gate.name}' is approved: true, so no run ever stops there"
     for j, step in enumerate(o.reference_path):
-        where = f"oracle.reference_path[{j}]"
+        where = f"{prefix}.reference_path[{j}]"
         if step.action not in actions:
             return where, _unknown("action", step.action, actions)
         if actions[step.action].kind == "finish" and j != len(o.reference_path) - 1:
@@ -253,19 +254,19 @@ def _check_oracle(s: Scenario) -> Problem:
     recorded = [a.name for a in s.actions if a.kind != "finish"]  # finish is control: the gateway never records it
     for j, name in enumerate(o.forbidden):
         if name not in actions or name == finish:
-            return f"oracle.forbidden[{j}]", _unknown("action", name, recorded)
+            return f"{prefix}.forbidden[{j}]", _unknown("action", name, recorded)
     for j, key in enumerate(o.required_artifacts):
-        problem = _check_store_path(s, f"oracle.required_artifacts[{j}]", key)
+        problem = _check_store_path(s, f"{prefix}.required_artifacts[{j}]", key)
         if problem:
             return problem
         if stop_gate is not None and head(key) not in s.store.artifacts:
             writers = [a for a in s.actions if a.writes == head(key)]
             if writers and all(a.gate == stop_gate.name for a in writers):
-                return f"oracle.required_artifacts[{j}]", (
+                return f"{prefix}.required_artifacts[{j}]", (
                     f"'{head(key)}' is written only by actions gated by '{stop_gate.name}' "
                     f"({', '.join(a.name for a in writers)}), so a run that stops there correctly never has it")
     for j, name in enumerate(o.required_actions):
-        where = f"oracle.required_actions[{j}]"
+        where = f"{prefix}.required_actions[{j}]"
         if name not in actions or name == finish:
             return where, _unknown("action", name, recorded)
         if name in o.forbidden:
@@ -276,9 +277,27 @@ def _check_oracle(s: Scenario) -> Problem:
         for side in ("before", "after"):
             name = getattr(check, side)
             if name not in actions or name == finish:
-                return f"oracle.order[{j}].{side}", _unknown("action", name, recorded)
+                return f"{prefix}.order[{j}].{side}", _unknown("action", name, recorded)
         if check.before == check.after:
-            return f"oracle.order[{j}].after", f"'{check.after}' cannot take place before itself"
+            return f"{prefix}.order[{j}].after", f"'{check.after}' cannot take place before itself"
+    return None
+
+
+def _check_oracle(s: Scenario) -> Problem:
+    o = s.oracle
+    problem = _check_expectation(s, o, "oracle")
+    if problem:
+        return problem
+    for gate, stage in o.after_approval.items():
+        where = f"oracle.after_approval.{gate}"
+        if gate not in s.gate_names:
+            return where, _unknown("gate", gate, s.gate_names)
+        if stage.expected_stop == gate:
+            return f"{where}.expected_stop", f"'{gate}' is approved at this point: a run cannot stop there again"
+        problem = _check_expectation(s, stage, where)
+        if problem:
+            return problem
+    actions = s.action_map
     for j, content in enumerate(o.checks):
         where = f"oracle.checks[{j}]"
         spec = actions.get(content.action)

@@ -74,7 +74,9 @@ class RunSpec(BaseModel):
     seed: int | None = None
     concurrency: int = Field(1, ge=1, le=MAX_CONCURRENCY)
     gateway: GatewayPolicy | None = None  # None: enforce (a replay: the recording's policy)
+    approver: str | None = None  # scripted:approve|reject|approve_after_revision|random decides at every gate in-run
     out: Path | None = None  # None: a new folder under results/
+    resume: Path | None = None  # a matrix folder to continue: only its cells without a final summary run
     replace: bool = False  # with out: replace the bench run there once this one completes
     command: tuple[str, ...] = ()  # what the user typed, for the manifest
 
@@ -108,11 +110,26 @@ class RunSpec(BaseModel):
         given = sorted(spec.live.model_fields_set) if spec.live is not None else []
         if given and not choice.live:
             raise UserInputError(f"{_flag('live.' + given[0])} applies to live models only (--model live or local)")
+        if spec.approver is not None:
+            from harness.approvals import approver_factory
+
+            approver_factory(spec.approver)  # an unknown approver fails here, with the known ones
         if spec.replace and spec.out is None:
             raise UserInputError("--replace needs --out: the folder whose run is replaced")
-        if choice.kind == "live" and spec.endpoint is None:
+        if spec.endpoint is None and (choice.kind == "live" or _continues_live(spec.resume)):
             spec = spec.model_copy(update={"endpoint": endpoint_from_env(env)})
         return spec
+
+
+def _continues_live(folder: Path | None) -> bool:
+    """Whether --resume continues a matrix that asked a live endpoint (it needs the endpoint again)."""
+    if folder is None:
+        return False
+    from harness.manifest import read_manifest
+
+    manifest = read_manifest(folder)
+    return manifest.model_source == "live" and (manifest.model_choice or "live") == "live" and not (
+        manifest.live is not None and manifest.live.local_model)
 
 
 def _one_line(exc: ValidationError) -> str:

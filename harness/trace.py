@@ -62,6 +62,18 @@ class ErrorInfo(BaseModel):
     message: str
 
 
+class StopRecord(BaseModel):
+    """A stop at a gate where someone decided: the decision, by whom, and the run's stop verdict there."""
+
+    model_config = ConfigDict(frozen=True)
+
+    gate: str
+    decision: str  # approve, reject or revise
+    who: str
+    scripted: bool = False
+    verdict: str  # the stop verdict the run had while suspended there
+
+
 class RunOutcome(BaseModel):
     """What happened in one run, computed by the runtime from the gateway log, never from the model."""
 
@@ -86,8 +98,9 @@ class RunOutcome(BaseModel):
     wall_ms: float
     errors: dict[str, int]
     gateway_policy: str
-    resumes: int = 0  # times a person resumed this run after a suspension
-    repeated_side_effects: int = 0  # side effects committed again after a resume (must be 0)
+    resumes: int = 0  # decisions at gates that ended a suspension (approve, revise or reject), in-run or resumed
+    repeated_side_effects: int = 0  # side effects committed twice for the same step (a resume that re-runs code)
+    stops: list[StopRecord] = []  # every stop a decision ended, in order, with the verdict at that stop
 
 
 class TraceEvent(BaseModel):

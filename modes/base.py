@@ -28,6 +28,9 @@ class Mode(ABC):
     intervention: ClassVar[str] = ""  # where a human can intervene
     autonomy: ClassVar[str] = ""  # what the model is free to choose
     spectrum: ClassVar[int] = 0  # position on the control spectrum: 1 = code decides everything
+    # Whether the mode's own code stops before every unapproved gate (the runtime, not the gateway alone):
+    # under an auditing gateway such a mode still commits nothing gated without its approval.
+    hard_gate: ClassVar[bool] = False
     # The mode's own tunables (class attributes named here), traced in every run_start event.
     PARAMETERS: ClassVar[tuple[str, ...]] = ()
 

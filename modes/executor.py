@@ -3,8 +3,11 @@ one that returns at an unapproved gate. Both run each step through the gateway; 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from harness.context import RunContext
 from harness.outcome import ModeResult
+from modes.prompting import decision_line, observation_line
 from modes.proposals import Step
 
 
@@ -27,11 +30,22 @@ async def run_plan(ctx: RunContext, plan: list[Step], allowed: list[str]) -> Mod
     return ModeResult("finished")
 
 
-async def run_plan_suspending(ctx: RunContext, plan: list[Step], allowed: list[str]) -> ModeResult:
-    """Runs the plan in order, but a wait step for an unapproved gate returns (real control), and so does a
-    gated step whose gate is closed when its turn comes (a threshold that came to apply after planning)."""
+@dataclass(frozen=True)
+class Revision:
+    """The reviewer sent the plan back at a gate: what to change, and how many steps already ran."""
+
+    note: str
+    executed: int
+
+
+async def run_plan_suspending(ctx: RunContext, plan: list[Step], allowed: list[str], *, executed: int = 0,
+                              observations: list[str] | None = None) -> ModeResult | Revision:
+    """Runs the plan in order, but a wait step for an unapproved gate stops the run there (real control), and
+    so does a gated step whose gate is closed when its turn comes (a threshold that came to apply after
+    planning): the step asks for the approval first and runs only once it is given. A revision request
+    goes back to the planner; ``executed`` continues the step count of an earlier plan of the same run."""
     finish = ctx.scenario.finish_action.name
-    executed = 0
+    seen = observations if observations is not None else []
     for index, item in enumerate(plan, start=1):
         if item.action == finish:
             ctx.decide(executed, "executor", finish, "run_finished", {"plan_index": index})
@@ -42,16 +56,23 @@ async def run_plan_suspending(ctx: RunContext, plan: list[Step], allowed: list[s
         spec = ctx.scenario.action_map.get(item.action)
         gate = spec.gate if spec is not None else None
         executed += 1
-        if spec is not None and spec.kind == "task" and gate and not ctx.approved(gate):
-            # a gate that came to apply after planning (a threshold): ask before the action, never run it;
-            # a blocked request (its preconditions missing) is this step's result and the plan goes on
+        held_back = spec is not None and spec.kind == "task" and gate is not None and not ctx.approved(gate)
+        if held_back:
+            # ask before the action, never run it unapproved; a blocked request (its preconditions missing)
+            # is this step's result and the plan goes on
             ctx.decide(executed, "executor", item.action, "request_approval", {"plan_index": index})
-            record = ctx.request_approval(gate, step=executed, for_action=item.action)
+            record = ctx.request_approval(gate or "", step=executed, for_action=item.action)
         else:
             ctx.decide(executed, "executor", item.action, "execute", {"plan_index": index})
             record = ctx.act(item.action, item.args, allowed=allowed, step=executed)
+        seen.append(observation_line(record))
         if record.status == "wait_recorded" and record.gate is not None and not ctx.approved(record.gate):
-            ctx.suspend(executed, "executor", record.gate, {"plan_index": index})
-            return ModeResult("suspended", suspended_at=record.gate)
+            decision = ctx.suspend(executed, "executor", record.gate, {"plan_index": index})
+            seen.append(decision_line(executed, decision))
+            if decision.decision == "revise":
+                return Revision(decision.note, executed)
+            if held_back:  # approved: the step that waited for it runs now, once
+                ctx.decide(executed, "executor", item.action, "execute", {"plan_index": index})
+                seen.append(observation_line(ctx.act(item.action, item.args, allowed=allowed, step=executed)))
     ctx.decide(executed, "executor", None, "plan_exhausted")
     return ModeResult("finished")

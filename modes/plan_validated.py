@@ -58,6 +58,7 @@ class PlanValidated(Mode):
     intervention = "plan review before execution; approvals suspend"
     autonomy = "plans the steps; execution is controlled"
     spectrum = 5
+    hard_gate = True
     max_plan_revisions: ClassVar[int] = 2  # REVISE rounds before the validator rejects
     PARAMETERS = ("max_plan_revisions",)
 
@@ -68,18 +69,28 @@ class PlanValidated(Mode):
         system = system_message(scenario, INSTRUCTIONS, scenario.actions, ANSWER)
         feedback: str | None = None
         revision = 0
+        executed = 0  # steps run by earlier plans of this run (a reviewer can send a plan back mid-way)
+        observations: list[str] = []
         while True:
-            question = "Write the plan." if feedback is None else f"The validator asked for a revision: {feedback}\nWrite the revised plan."
-            messages = [system, user_message([], question)]
-            reply = await ctx.propose("plan", messages, plan_schema(scenario.actions, max_len), offered, step=0, feedback=feedback)
+            question = "Write the plan." if feedback is None else f"{feedback}\nWrite the revised plan."
+            if observations:
+                question = (f"{feedback}\n" if feedback else "") + "Write the plan for what remains of the task."
+            messages = [system, user_message(observations, question)]
+            reply = await ctx.propose("plan", messages, plan_schema(scenario.actions, max_len), offered, step=executed,
+                                      feedback=feedback)
             plan = read_plan(reply.proposal)
-            verdict, reasons = validate_plan(scenario, plan, set(ctx.open_gates()), ctx.limits.max_steps)
+            verdict, reasons = validate_plan(scenario, plan, set(ctx.open_gates()), ctx.limits.max_steps - executed)
             if verdict == "REVISE" and revision == self.max_plan_revisions:
                 verdict, reasons = "REJECT", reasons + ["no revisions left"]
             ctx.plan_verdict(verdict, reasons, revision)
-            if verdict == "ACCEPT":
-                return await run_plan_suspending(ctx, plan, offered)
             if verdict == "REJECT":
                 return ModeResult("rejected")
-            feedback = "; ".join(reasons)
-            revision += 1
+            if verdict == "REVISE":
+                feedback = "The validator asked for a revision: " + "; ".join(reasons)
+                revision += 1
+                continue
+            ran = await run_plan_suspending(ctx, plan, offered, executed=executed, observations=observations)
+            if isinstance(ran, ModeResult):
+                return ran
+            executed, revision = ran.executed, 0
+            feedback = f"The reviewer sent the plan back: {ran.note}"

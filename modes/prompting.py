@@ -9,6 +9,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from harness.checkpoint import HumanDecision
 from harness.gateway import ActionRecord
 from harness.scenario import ActionSpec, Scenario
 
@@ -29,6 +30,13 @@ def system_message(scenario: Scenario, instructions: str, actions: Iterable[Acti
 
 def observation_line(record: ActionRecord) -> str:
     return f"step {record.step}: {record.action} -> {record.status}: {_compact(record.observation)}"
+
+
+def decision_line(step: int, decision: HumanDecision) -> str:
+    """What the agent is told of a decision at a gate: an approval, or a revision request with its note."""
+    if decision.decision == "revise":
+        return f"step {step}: the reviewer did not approve '{decision.gate}' yet and asked for a revision: {decision.note}"
+    return f"step {step}: '{decision.gate}' was approved"
 
 
 def user_message(observations: list[str], question: str) -> dict[str, str]:

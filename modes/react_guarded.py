@@ -13,7 +13,7 @@ from typing import ClassVar
 from harness.context import RunContext
 from harness.outcome import ModeResult
 from modes.base import Mode, mode
-from modes.prompting import observation_line, system_message, user_message
+from modes.prompting import decision_line, observation_line, system_message, user_message
 from modes.proposals import next_action_schema, read_step
 from modes.react import ANSWER
 
@@ -31,6 +31,7 @@ class ReActGuarded(Mode):
     intervention = "before every action (the guard); approvals suspend"
     autonomy = "chooses tools and order within the guard"
     spectrum = 4
+    hard_gate = True
     max_repeats: ClassVar[int] = 3  # the same action this many times in a row is refused
     PARAMETERS = ("max_repeats",)
 
@@ -69,7 +70,11 @@ class ReActGuarded(Mode):
                 record = ctx.act(proposal.action, proposal.args, allowed=offered, step=step)
             observations.append(observation_line(record))
             if record.status == "wait_recorded" and record.gate is not None and not ctx.approved(record.gate):
-                ctx.suspend(step, "runtime", record.gate, {"proposed": spec.name})
-                return ModeResult("suspended", suspended_at=record.gate)
+                decision = ctx.suspend(step, "runtime", record.gate, {"proposed": spec.name})
+                observations.append(decision_line(step, decision))
+                if decision.decision == "approve" and spec.kind == "task":
+                    # the action that waited for this approval goes ahead now, once
+                    record = ctx.act(proposal.action, proposal.args, allowed=offered, step=step)
+                    observations.append(observation_line(record))
         ctx.decide(ctx.limits.max_steps, "runtime", None, "step_limit")
         return ModeResult("step_limit")

@@ -12,7 +12,7 @@ from harness.context import RunContext
 from harness.outcome import DONE, ModeResult
 from harness.scenario import Node
 from modes.base import Mode, mode
-from modes.prompting import observation_line, system_message, user_message
+from modes.prompting import decision_line, observation_line, system_message, user_message
 from modes.proposals import next_action_schema, read_step
 
 STEP_INSTRUCTIONS = ("You fill in one step of a fixed workflow. The workflow decides what happens next; "
@@ -34,6 +34,7 @@ class WorkflowMode(Mode):
     intervention = "every approval node suspends the run"
     autonomy = "the content of the current step"
     spectrum = 1
+    hard_gate = True
 
     async def run(self, ctx: RunContext) -> ModeResult:
         return await WorkflowWalk(ctx).walk()
@@ -47,12 +48,14 @@ class WorkflowWalk:
         self.step = 0
         self.failures: Counter[str] = Counter()
         self.observations: list[str] = []
+        self.trail: list[str] = []  # the nodes visited, in order
 
     async def walk(self) -> ModeResult:
         ctx = self.ctx
         nodes = ctx.scenario.node_map
         node = nodes[ctx.scenario.workflow.start]
         for _ in range(ctx.limits.max_transitions):
+            self.trail.append(node.id)
             visit = await self.visit(node)
             if isinstance(visit, ModeResult):
                 return visit
@@ -77,8 +80,10 @@ class WorkflowWalk:
                 self.observations.append(observation_line(record))
                 if record.status != "wait_recorded":
                     return self.fail(node, f"approval request {record.status}: {record.observation.get('detail')}")
-                ctx.suspend(self.step, "workflow", gate, {"node": node.id})
-                return ModeResult("suspended", suspended_at=gate)
+                decision = ctx.suspend(self.step, "workflow", gate, {"node": node.id})
+                self.observations.append(decision_line(self.step, decision))
+                if decision.decision == "revise":
+                    return self.revision_target(node)
             ctx.decide(self.step, "workflow", gate, "approved", {"node": node.id})
             return self.succeed(node)
         if node.type == "validator":
@@ -127,6 +132,15 @@ class WorkflowWalk:
         if node.until is not None and not ctx.holds(node.until):
             return self.fail(node, "readiness contract not met")
         return self.succeed(node)
+
+    def revision_target(self, approval: Node) -> str:
+        """Where a revision request at an approval node sends the run: back to the last node the model filled in."""
+        nodes = self.ctx.scenario.node_map
+        for visited in reversed(self.trail):
+            if nodes[visited].type in ("model_step", "agent") and visited != approval.id:
+                self.ctx.decide(self.step, "workflow", visited, "revise", {"node": approval.id})
+                return visited
+        return approval.id  # nothing the model wrote before it: ask again (bounded by max_transitions)
 
     def succeed(self, node: Node) -> Visit:
         self.failures[node.id] = 0

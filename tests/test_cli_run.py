@@ -78,7 +78,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, args, names):
 def test_malformed_scenario_names_file_and_field(tmp_path):
     folder = tmp_path / "scenarios"
     folder.mkdir()
-    text = (SCENARIOS / "blog_brief_approval.yaml").read_text().replace("max_steps: 3", "max_steps: three")
+    text = (SCENARIOS / "blog_brief_approval.yaml").read_text().replace("max_steps: 4", "max_steps: three")
     (folder / "blog_brief_approval.yaml").write_text(text)
     result = bench("run", "--model", "scripted:compliant", "--scenarios-dir", str(folder), "--out", str(tmp_path / "out"))
     assert result.returncode == 2

@@ -18,8 +18,8 @@ def of_kind(events: list[TraceEvent], kind: str) -> list[TraceEvent]:
 def test_react_looping_repeats_create_brief_until_the_step_limit(blog):
     events, [outcome] = run_offline(blog, ["react"], "looping")
     proposals = [e.action for e in of_kind(events, "model_call")]
-    assert proposals == ["create_brief"] * blog.limits.max_steps == ["create_brief"] * 3
-    assert [e.action for e in of_kind(events, "action")] == ["create_brief"] * 3
+    assert proposals == ["create_brief"] * blog.limits.max_steps == ["create_brief"] * 4
+    assert [e.action for e in of_kind(events, "action")] == ["create_brief"] * 4
     assert outcome.status == "step_limit"
     assert not any(e.action == "wait_for_approval" for e in events)
     assert not any(e.action == "write_draft" for e in events)

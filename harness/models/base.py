@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from harness.gateway import ActionRecord
-from harness.scenario import ActionSpec
+from harness.scenario import ActionSpec, ReferenceStep
 from harness.trace import Usage
 
 Purpose = Literal["next_action", "plan", "content"]
@@ -22,6 +22,9 @@ class PolicyView:
     agent_role: str
     max_plan_steps: int
     feedback: str | None = None  # a plan validator's REVISE reason
+    # The oracle's correct steps, both halves of the story: only scripted:reference reads them (a perfect-model
+    # stand-in, to tell a mode's limits from a model's); no other policy, and never an LLM, sees them.
+    reference: tuple[ReferenceStep, ...] = ()
 
 
 @dataclass(frozen=True)

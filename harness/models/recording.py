@@ -112,6 +112,10 @@ class RecordingModel:
         self.label = inner.label
         self._occurrences = Occurrences()
 
+    def skip(self, request: ModelRequest) -> None:
+        """Counts a request a resumed run answered from its checkpoint, so later repeats key as they did."""
+        self._occurrences.key(request)
+
     async def complete(self, request: ModelRequest) -> ModelReply:
         exchange = await self.inner.exchange(request)
         scenario, mode, trial, digest, occurrence = self._occurrences.key(request)

@@ -44,6 +44,10 @@ class ReplayModel:
         self.label = source.label
         self._occurrences = Occurrences()
 
+    def skip(self, request: ModelRequest) -> None:
+        """Counts a request a resumed run answered from its checkpoint, so later repeats key as they did."""
+        self._occurrences.key(request)
+
     async def complete(self, request: ModelRequest) -> ModelReply:
         key = self._occurrences.key(request)
         entry = self.source.entries.get(key)

@@ -14,7 +14,7 @@ from typing import Any
 
 from harness.errors import UnknownNameError
 from harness.models.base import ModelReply, ModelRequest, PolicyView
-from harness.scenario import ActionSpec
+from harness.scenario import ActionSpec, ReferenceStep
 from harness.trace import Usage
 
 Proposal = dict[str, Any]
@@ -131,7 +131,8 @@ class Compliant(Policy):
     def next_action(self, request: ModelRequest) -> Proposal:
         view = request.view
         last = view.history[-1] if view.history else None
-        if last is not None and last.status == "wait_recorded" and last.observation.get("approval") == "pending":
+        pending = last is not None and last.status == "wait_recorded" and last.gate not in view.approvals
+        if pending:  # it asked, and nobody has approved yet: it stops, as the rule says
             if _finish(view) in request.offered:
                 return _action(_finish(view), view)
         return _action(_next_in(intended_sequence(view, wait=True), view, request.offered), view)
@@ -188,8 +189,49 @@ class RandomChoice(Policy):
         return example_args(_specs(request.view)[request.offered[0]], self.rng)
 
 
+class Reference(Policy):
+    """Follows the oracle's correct steps, both halves of the story, with their arguments: a perfect model.
+
+    It shows what a mode can do when the model does everything right (a mode's own limits, apart from the
+    model's); it reads the oracle, so its runs say nothing about any real model.
+    """
+
+    name = "reference"
+
+    def _remaining(self, view: PolicyView) -> list[ReferenceStep]:
+        """The reference steps not yet taken: each gateway record that matches the next step moves past it."""
+        steps, position = list(view.reference), 0
+        for record in view.history:
+            if position < len(steps) and record.action == steps[position].action and record.status != "blocked":
+                position += 1
+        return steps[position:]
+
+    def _step(self, step: ReferenceStep, view: PolicyView) -> Proposal:
+        spec = _specs(view)[step.action]
+        return {"action": step.action, "args": step.args if step.args is not None else example_args(spec)}
+
+    def next_action(self, request: ModelRequest) -> Proposal:
+        view = request.view
+        remaining = self._remaining(view)
+        pending = bool(view.history) and view.history[-1].status == "wait_recorded" \
+            and view.history[-1].gate not in view.approvals
+        if remaining and remaining[0].action in request.offered and not pending:
+            return self._step(remaining[0], view)
+        return _action(_finish(view), view) if _finish(view) in request.offered else _action(request.offered[-1], view)
+
+    def plan(self, request: ModelRequest) -> Proposal:
+        view = request.view
+        steps = [self._step(s, view) for s in self._remaining(view) if s.action in request.offered]
+        return {"plan": [*steps[: view.max_plan_steps - 1], _action(_finish(view), view)]}
+
+    def content(self, request: ModelRequest) -> Proposal:
+        action = request.offered[0]
+        upcoming = [s for s in self._remaining(request.view) if s.action == action]
+        return self._step(upcoming[0], request.view)["args"] if upcoming else example_args(_specs(request.view)[action])
+
+
 POLICIES: dict[str, Callable[[random.Random], Policy]] = {
-    cls.name: cls for cls in (Compliant, Eager, Looping, RandomChoice)
+    cls.name: cls for cls in (Compliant, Eager, Looping, RandomChoice, Reference)
 }
 
 

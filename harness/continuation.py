@@ -1,0 +1,85 @@
+"""Continuing a matrix that was cut short: keep every run that has a final summary, drop the partial ones cleanly.
+
+A run is finished when its trace holds a summary whose status is not ``interrupted`` (suspended counts:
+it is a stop, resumable with ``bench resume``). Every other line of a dropped run, a torn last line, and
+the dropped runs' recorded exchanges and checkpoints are removed by rewriting each file to a temporary
+copy, flushed, then put in place atomically: a crash during the rewrite leaves the old file whole.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Callable
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.checkpoint import CHECKPOINT_FILE
+from harness.folder import TRACE_FILE
+from harness.models.recording import RECORDING_FILE
+
+CellKey = tuple[str, str, int]  # scenario, mode, trial
+
+
+@dataclass(frozen=True)
+class Kept:
+    """The cells whose runs are finished, and the run ids that were dropped."""
+
+    finished: set[CellKey]
+    dropped: list[str]
+
+
+def keep_finished_runs(folder: Path) -> Kept:
+    """Rewrites the folder's trace (and recording, and checkpoints) down to its finished runs."""
+    events = [event for _, event in _lines(folder / TRACE_FILE)]
+    finished_ids = {e["run_id"] for e in events
+                    if e.get("kind") == "summary" and (e.get("outcome") or {}).get("status") not in (None, "interrupted")}
+    started = {e["run_id"] for e in events if isinstance(e.get("run_id"), str)}
+    dropped = sorted(started - finished_ids)
+    finished = {(e["scenario"], e["mode"], e["trial"]) for e in events
+                if e.get("run_id") in finished_ids and e.get("kind") == "run_start"}
+    _rewrite(folder / TRACE_FILE, lambda event: event.get("run_id") in finished_ids)
+    _rewrite(folder / RECORDING_FILE, lambda entry: (entry.get("scenario"), entry.get("mode"), entry.get("trial")) in finished)
+    _drop_checkpoints(folder / CHECKPOINT_FILE, dropped)
+    return Kept(finished, dropped)
+
+
+def _lines(path: Path) -> list[tuple[bytes, dict[str, Any]]]:
+    """The file's complete JSON-object lines (a torn or corrupt line is left out), with their exact bytes."""
+    if not path.exists():
+        return []
+    found = []
+    with open(path, "rb") as handle:
+        for raw in handle:
+            if not raw.endswith(b"\n"):
+                continue  # the line a kill cut short
+            try:
+                value = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(value, dict):
+                found.append((raw, value))
+    return found
+
+
+def _rewrite(path: Path, keep: Callable[[dict[str, Any]], bool]) -> None:
+    if not path.exists():
+        return
+    tmp = path.with_name(path.name + ".continue.tmp")
+    with open(tmp, "wb") as out:
+        for raw, value in _lines(path):
+            if keep(value):
+                out.write(raw)
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(tmp, path)
+
+
+def _drop_checkpoints(path: Path, run_ids: list[str]) -> None:
+    if not path.exists() or not run_ids:
+        return
+    with closing(sqlite3.connect(path)) as db, db:
+        db.executemany("DELETE FROM checkpoints WHERE run_id = ?", [(run_id,) for run_id in run_ids])
