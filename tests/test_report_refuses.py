@@ -351,3 +351,19 @@ def test_a_deep_but_readable_line_is_kept_even_next_to_a_bad_one(tmp_path):
     folder = write_lines(tmp_path / "run", [*lines[:2], "garbage", *lines[2:]])
     traces = load_traces(folder)  # the chunk goes line by line; the deep line must survive that path too
     assert [s.line for s in traces.skipped] == [3] and len(traces.events) == len(lines)
+
+
+def test_a_run_resumed_with_bench_resume_reports_its_last_summary(tmp_path):
+    out = tmp_path / "run"
+    first = bench("run", "--mode", "react_guarded", "--scenario", "blog_brief_approval", "--model",
+                  "scripted:reference", "--out", str(out))
+    assert first.returncode == 0, first.stderr
+    [summary] = [json.loads(line) for line in (out / "traces.jsonl").read_text().splitlines() if '"summary"' in line]
+    assert summary["outcome"]["status"] == "suspended"
+    resumed = bench("resume", str(out), "--run", summary["run_id"], "--approve")
+    assert resumed.returncode == 0, resumed.stderr
+    traces = load_traces(out)
+    [run] = traces.runs.itertuples()
+    assert (run.summaries, run.status, run.resumes) == (2, "finished", 1)
+    group = compute(traces).by_key()[("react_guarded", "enforce")]
+    assert (group.runs, group.resumed_runs, group.incomplete) == (1, 1, 0)
