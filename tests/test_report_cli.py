@@ -14,7 +14,7 @@ from tests.conftest import bench_process as bench
 from tests.report_fixtures import Call, Run, write_runs
 
 MODES = tuple(select_modes([]))
-FIGURES = ("stop_correctness", "latency", "tokens", "decision_share")
+FIGURES = ("verdicts", "stop_correctness", "latency", "tokens", "decision_share")
 
 
 def real_run(folder: Path, policy: str, trials: int) -> Path:
@@ -49,7 +49,7 @@ def test_report_writes_every_format_and_matches_the_trace(random_run, tmp_path):
         assert float(rows[mode]["rate"]) == pytest.approx(correct[mode] / 20)
     for name in FIGURES:
         assert (out / "figures" / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-        assert b"<svg" in (out / "figures" / f"{name}.svg").read_bytes()[:500]
+        assert (out / "figures" / f"{name}.pdf").read_bytes()[:5] == b"%PDF-"
     latex = (out / "tables" / "spectrum.tex").read_text()
     assert "\\toprule" in latex and "\\bottomrule" in latex and "react\\_guarded" in latex
     markdown = (out / "report.md").read_text()
@@ -171,7 +171,7 @@ def test_nothing_but_bad_lines_is_a_user_error(tmp_path):
     from reports.report import build_report
 
     (tmp_path / "traces.jsonl").write_text("garbage\n{\"half\": \n")
-    with pytest.raises(UserInputError, match="no trace events.*2 lines skipped"):
+    with pytest.raises(UserInputError, match=r"no trace events.*2 lines skipped"):
         build_report([tmp_path])
 
 
@@ -183,7 +183,7 @@ def test_runs_without_a_summary_are_counted_not_judged(tmp_path):
     (folder / "traces.jsonl").write_text("".join(lines[:-1]))  # the second run's summary never arrived
     result = build_report([folder])
     assert result.runs == 1 and result.incomplete == 1
-    assert any("no summary line" in w for w in result.warnings)
+    assert any("no valid last summary" in w for w in result.warnings)
     with open(result.out / "tables" / "correctness_by_mode.csv") as handle:
         row = next(csv.DictReader(handle))
     assert (row["runs"], row["incomplete"], row["judged (n)"]) == ("1", "1", "1")

@@ -88,17 +88,19 @@ def test_several_folders_and_the_same_folder_twice(tmp_path):
 
 
 def test_missing_folder_is_a_user_error(tmp_path):
-    with pytest.raises(UserInputError, match="no traces.jsonl"):
+    with pytest.raises(UserInputError, match=r"no traces\.jsonl"):
         load_traces(tmp_path / "nowhere")
 
 
 def test_a_line_longer_than_a_chunk_and_a_parser_block(tmp_path):
-    huge = Run("big", "react", calls=[Call(5.0, 1, 1, "create_brief")])
-    events = huge.events()
-    # A model call whose proposal is 3 MiB: larger than pyarrow's 1 MiB blocks and the 1 MiB chunk below.
-    events[1] = events[1].model_copy(update={"args": {"text": "y" * (3 << 20)}})
+    events = []
+    for run_id in ("big-1", "big-2"):
+        run = Run(run_id, "react", calls=[Call(5.0, 1, 1, "create_brief")]).events()
+        # A model call whose proposal is 3 MiB: larger than pyarrow's 1 MiB blocks and the 1 MiB chunk below.
+        run[1] = run[1].model_copy(update={"args": {"text": "y" * (3 << 20)}})
+        events += run
     folder = tmp_path / "run"
     folder.mkdir()
-    (folder / "traces.jsonl").write_text("".join(e.model_dump_json() + "\n" for e in events) * 2)
+    (folder / "traces.jsonl").write_text("".join(e.model_dump_json() + "\n" for e in events))
     traces = load_traces(folder, chunk_bytes=1 << 20)
-    assert traces.skipped_count == 0 and len(traces.events) == 2 * len(events)
+    assert traces.skipped_count == 0 and len(traces.events) == len(events) and len(traces.runs) == 2

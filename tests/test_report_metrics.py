@@ -49,7 +49,7 @@ def traces(tmp_path):
 
 
 def test_infrastructure_runs_are_out_of_the_correctness_denominator(traces):
-    react = compute(traces).by_key()[("react",)]
+    react = compute(traces).by_key()[("react", "enforce")]
     assert react.runs == 11 and react.infrastructure == 2 and react.judged == 9
     # 3 correct of 8 ordinary runs; the parse-error run is the mode's (the model's) failure and is judged.
     assert (react.stop.successes, react.stop.n) == (3, 9)
@@ -75,19 +75,19 @@ def test_latency_percentiles_match_numpy(traces):
     metrics = compute(traces).by_key()
     for mode in ("react", "workflow"):
         walls = WALL[mode] + ([5000.0, 3000.0, 90.0] if mode == "react" else [])
-        got = metrics[(mode,)].run_latency
-        for q, value in zip((50, 95, 99), (got.p50, got.p95, got.p99)):
+        got = metrics[(mode, "enforce")].run_latency
+        for q, value in zip((50, 95, 99), (got.p50, got.p95, got.p99), strict=False):
             assert value == pytest.approx(np.percentile(walls, q))
         assert got.mean == pytest.approx(statistics.fmean(walls))
         assert got.std == pytest.approx(statistics.stdev(walls))
     calls = [c.latency_ms for r in fixture_runs() if r.mode == "react" for c in r.calls]
-    got = metrics[("react",)].call_latency
+    got = metrics[("react", "enforce")].call_latency
     assert got.n == len(calls)
     assert (got.p50, got.p95, got.p99) == pytest.approx(tuple(np.percentile(calls, [50, 95, 99])))
 
 
 def test_tokens_steps_and_calls_per_run(traces):
-    react = compute(traces).by_key()[("react",)]
+    react = compute(traces).by_key()[("react", "enforce")]
     per_run = [sum(c.prompt + c.completion for c in r.calls) for r in fixture_runs() if r.mode == "react"]
     prompts = [sum(c.prompt for c in r.calls) for r in fixture_runs() if r.mode == "react"]
     assert react.total_tokens.mean == pytest.approx(statistics.fmean(per_run))
@@ -98,14 +98,14 @@ def test_tokens_steps_and_calls_per_run(traces):
 
 
 def test_side_effects_and_wait_markers(traces):
-    react = compute(traces).by_key()[("react",)]
+    react = compute(traces).by_key()[("react", "enforce")]
     assert react.side_effects_committed == 8 and react.side_effects_blocked == 8
     assert react.wait_without_suspend == 1 and react.runs_with_premature == 1
 
 
 def test_pass_k_per_scenario_cell_matches_brute_force(traces):
     metrics = compute(traces)
-    react = metrics.by_key()[("react",)]
+    react = metrics.by_key()[("react", "enforce")]
     # Judged react trials per scenario: the first 4 and the parse-error run on the blog, the last 4 on the other.
     blog = [True, False, False, True, False]
     other = [False, True, False, False]
@@ -120,11 +120,11 @@ def test_loops_need_three_identical_proposals_in_a_row(tmp_path):
             Run("no-loop", "react", calls=[Call(1, action=a) for a in ["a", "a", "b", "a", "a"]]),
             Run("plan", "react", calls=[Call(1, action=None) for _ in range(4)])]
     runs = classify_runs(load_traces(write_runs(tmp_path / "run", runs)))
-    assert dict(zip(runs["run_id"], runs["loop"])) == {"loop": True, "no-loop": False, "plan": False}
+    assert dict(zip(runs["run_id"], runs["loop"], strict=False)) == {"loop": True, "no-loop": False, "plan": False}
 
 
 def test_who_decided(traces):
-    workflow = compute(traces).by_key()[("workflow",)]
+    workflow = compute(traces).by_key()[("workflow", "enforce")]
     # Per run: calls (llm), 2 actions (gateway), 2 decisions (workflow); run_start and summary do not count.
     calls = sum(len(r.calls) for r in fixture_runs() if r.mode == "workflow")
     total = calls + 8 * 2 + 8 * 2
@@ -135,8 +135,9 @@ def test_who_decided(traces):
 
 def test_groupings(traces):
     by_scenario = compute(traces, "scenario").by_key()
-    assert set(by_scenario) == {(m, s) for m in ("react", "workflow") for s in ("blog_brief_approval",
-                                                                              "other_scenario")}
-    assert by_scenario[("react", "other_scenario")].infrastructure == 1
+    assert set(by_scenario) == {(m, "enforce", s) for m in ("react", "workflow") for s in ("blog_brief_approval",
+                                                                                         "other_scenario")}
+    assert by_scenario[("react", "enforce", "other_scenario")].infrastructure == 1
     by_model = compute(traces, "model")
-    assert [g.key for g in by_model.groups] == [("fixture:model", "workflow"), ("fixture:model", "react")]
+    assert [g.key for g in by_model.groups] == [("fixture:model", "workflow", "enforce"),
+                                                ("fixture:model", "react", "enforce")]

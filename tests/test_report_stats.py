@@ -69,7 +69,7 @@ def test_spread_matches_numpy_and_hand_values():
     rng = np.random.default_rng(3)
     sample = rng.lognormal(6, 0.7, 1001)
     got = spread(sample)
-    for q, value in zip((50, 95, 99), (got.p50, got.p95, got.p99)):
+    for q, value in zip((50, 95, 99), (got.p50, got.p95, got.p99), strict=False):
         assert value == pytest.approx(np.percentile(sample, q, method="linear"))
     assert got.std == pytest.approx(np.std(sample, ddof=1))
 
