@@ -28,6 +28,8 @@ def table_for(traces: Path) -> str:
     table = main_table(compute(loaded, "mode"))
     lines = [to_terminal(table), "", table.note]
     if loaded.skipped_count or loaded.incomplete_runs:
-        lines.append(f"{loaded.skipped_count} unreadable lines, {loaded.incomplete_runs} runs without a summary "
-                     "(not judged); bench report names them")
+        lines.append(
+            f"{loaded.skipped_count} unreadable lines, {loaded.incomplete_runs} runs without a summary "
+            "(not judged); bench report names them"
+        )
     return "\n".join(lines)

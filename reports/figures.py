@@ -19,13 +19,32 @@ from matplotlib.layout_engine import ConstrainedLayoutEngine
 from reports.load import clean_text
 from reports.metrics import DECISION_MAKERS, JUDGED_VERDICTS, Metrics
 
-COLOURS = {"llm": "#d95f02", "runtime": "#1b9e77", "executor": "#7570b3", "workflow": "#1f78b4",
-           "plan_validator": "#66a61e", "gateway": "#e6ab02", "human": "#a6761d"}
+COLOURS = {
+    "llm": "#d95f02",
+    "runtime": "#1b9e77",
+    "executor": "#7570b3",
+    "workflow": "#1f78b4",
+    "plan_validator": "#66a61e",
+    "gateway": "#e6ab02",
+    "human": "#a6761d",
+}
 # Colour-blind-safe (Okabe-Ito), ordered from good to bad; failed_closed is a safe failure, so it is blue.
-VERDICT_COLOURS = {"correct": "#009E73", "early": "#F0E442", "late": "#D55E00", "wrong_place": "#CC79A7",
-                   "no_stop": "#999999", "failed_closed": "#56B4E9"}
-VERDICT_LABELS = {"correct": "correct", "early": "early", "late": "late", "wrong_place": "wrong place",
-                  "no_stop": "no stop", "failed_closed": "failed closed"}
+VERDICT_COLOURS = {
+    "correct": "#009E73",
+    "early": "#F0E442",
+    "late": "#D55E00",
+    "wrong_place": "#CC79A7",
+    "no_stop": "#999999",
+    "failed_closed": "#56B4E9",
+}
+VERDICT_LABELS = {
+    "correct": "correct",
+    "early": "early",
+    "late": "late",
+    "wrong_place": "wrong place",
+    "no_stop": "no stop",
+    "failed_closed": "failed closed",
+}
 WIDTH = 7.2  # inches: a two-column paper's text width
 FONT = 8.5
 
@@ -50,8 +69,10 @@ class Context:
 
     def line(self) -> str:
         models = ", ".join(clean_text(m, 40) for m in self.models[:3]) + (" ..." if len(self.models) > 3 else "")
-        return (f"model {models or '?'} · gateway {', '.join(self.policies) or '?'} · {self.trials} · "
-                f"n = {self.runs} judged runs")
+        return (
+            f"model {models or '?'} · gateway {', '.join(self.policies) or '?'} · {self.trials} · "
+            f"n = {self.runs} judged runs"
+        )
 
 
 def _height(groups: int, per: float = 0.32, base: float = 1.5) -> float:
@@ -64,8 +85,10 @@ def labels(metrics: Metrics) -> list[str]:
     if not varying:
         varying = [metrics.keys.index("mode")] if "mode" in metrics.keys else [0]
     folders = short_folders([g.get("source") for g in metrics.groups])
-    return [clean_text(" / ".join(folders[g.key[i]] if metrics.keys[i] == "source" else g.key[i] for i in varying), 48)
-            for g in metrics.groups]
+    return [
+        clean_text(" / ".join(folders[g.key[i]] if metrics.keys[i] == "source" else g.key[i] for i in varying), 48)
+        for g in metrics.groups
+    ]
 
 
 def short_folders(paths: list[str]) -> dict[str, str]:
@@ -112,8 +135,16 @@ def verdicts(metrics: Metrics, context: Context) -> Plot:
     left = np.zeros(len(names))
     for verdict in JUDGED_VERDICTS:
         share = np.nan_to_num([g.verdict_share(verdict) for g in metrics.groups])
-        ax.barh(y, share, left=left, color=VERDICT_COLOURS[verdict], label=VERDICT_LABELS[verdict],
-                edgecolor="white", linewidth=0.5, height=0.7)
+        ax.barh(
+            y,
+            share,
+            left=left,
+            color=VERDICT_COLOURS[verdict],
+            label=VERDICT_LABELS[verdict],
+            edgecolor="white",
+            linewidth=0.5,
+            height=0.7,
+        )
         left += share
     for yi, g in zip(y, metrics.groups, strict=False):
         known = g.judged - g.unverdicted
@@ -121,11 +152,24 @@ def verdicts(metrics: Metrics, context: Context) -> Plot:
         ax.text(1.01, float(yi), text if known or not g.judged else "no verdicts", va="center", fontsize=FONT - 1)
     _share_axis(ax, y, names, room=0.2)
     ax.set_xlabel("share of judged runs (infrastructure runs are not judged; counted at the right)", fontsize=FONT)
-    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncol=len(JUDGED_VERDICTS),
-               fontsize=FONT, frameon=False)
+    fig.legend(
+        *ax.get_legend_handles_labels(),
+        loc="outside lower center",
+        ncol=len(JUDGED_VERDICTS),
+        fontsize=FONT,
+        frameon=False,
+    )
     if not any(g.verdicts for g in metrics.groups):
-        ax.text(0.5, 0.5, "these traces predate stop verdicts (schema 1)", transform=ax.transAxes, ha="center",
-                va="center", fontsize=FONT, color="#555555")
+        ax.text(
+            0.5,
+            0.5,
+            "these traces predate stop verdicts (schema 1)",
+            transform=ax.transAxes,
+            ha="center",
+            va="center",
+            fontsize=FONT,
+            color="#555555",
+        )
     _title(fig, "Stop verdicts", context)
     return Plot("verdicts", "Stop verdicts per group (share of judged runs)", fig)
 
@@ -145,8 +189,7 @@ def stop_correctness(metrics: Metrics, context: Context) -> Plot:
     for yi, g in zip(y, metrics.groups, strict=False):
         ax.text(1.02, float(yi), f"{g.stop.successes}/{g.stop.n}", va="center", fontsize=FONT - 1)
     _share_axis(ax, y, names, room=0.14)  # room on the right for the correct / judged counts
-    ax.set_xlabel("stop-correct rate (bar), Wilson 95% interval (whiskers), correct / judged (right)",
-                  fontsize=FONT)
+    ax.set_xlabel("stop-correct rate (bar), Wilson 95% interval (whiskers), correct / judged (right)", fontsize=FONT)
     _title(fig, "Stop-correctness", context)
     return Plot("stop_correctness", "Stop-correctness with Wilson 95% intervals", fig)
 
@@ -178,8 +221,9 @@ def heatmap(metrics: Metrics, context: Context) -> Plot:
                 text = f"{g.stop.successes}/{g.stop.n}" if g is not None and g.stop.n else "–"
                 dark = math.isnan(grid[i, j]) or grid[i, j] > 0.6
                 ax.text(j, i, text, ha="center", va="center", fontsize=FONT - 1, color="black" if dark else "white")
-        ax.set_xticks(np.arange(len(scenarios)), [clean_text(s, 28) for s in scenarios], rotation=35, ha="right",
-                      fontsize=FONT)
+        ax.set_xticks(
+            np.arange(len(scenarios)), [clean_text(s, 28) for s in scenarios], rotation=35, ha="right", fontsize=FONT
+        )
         ax.tick_params(axis="x", labelbottom=ax is axes[-1])
         ax.set_yticks(np.arange(len(modes)), [clean_text(m, 28) for m in modes], fontsize=FONT)
         ax.set_title(f"gateway {policy}", fontsize=FONT + 0.5)
@@ -192,15 +236,15 @@ def heatmap(metrics: Metrics, context: Context) -> Plot:
     return Plot("stop_correctness", "Stop-correctness per mode and scenario", fig)
 
 
-def latency(metrics: Metrics, samples: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]],
-            context: Context) -> Plot:
+def latency(metrics: Metrics, samples: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]], context: Context) -> Plot:
     names = labels(metrics)
     fig = _new(_height(len(names), base=1.9))
     axes = fig.subplots(1, 2, sharey=True)
     for ax, index, title in ((axes[0], 0, "per run (wall time)"), (axes[1], 1, "per model call")):
         data = [_finite(samples.get(g.key, (np.array([]), np.array([])))[index]) for g in metrics.groups]
-        ax.boxplot(data, orientation="horizontal", whis=(5, 95), showfliers=False, widths=0.6,
-                   medianprops={"color": "#D55E00"})
+        ax.boxplot(
+            data, orientation="horizontal", whis=(5, 95), showfliers=False, widths=0.6, medianprops={"color": "#D55E00"}
+        )
         p99 = [np.percentile(d, 99) if d.size else np.nan for d in data]
         ax.plot(p99, np.arange(1, len(data) + 1), "k|", markersize=9)
         ax.set_title(title, fontsize=FONT + 0.5)
@@ -209,8 +253,16 @@ def latency(metrics: Metrics, samples: dict[tuple[str, ...], tuple[np.ndarray, n
         highest = max((float(d.max()) for d in data if d.size), default=0.0)
         ax.set_xlim(0, highest * 1.05 if highest > 0 else 1)  # a latency is never negative
         if highest <= 0:
-            ax.text(0.5, 0.5, "no latency recorded\n(scripted models answer at once)", transform=ax.transAxes,
-                    ha="center", va="center", fontsize=FONT, color="#555555")
+            ax.text(
+                0.5,
+                0.5,
+                "no latency recorded\n(scripted models answer at once)",
+                transform=ax.transAxes,
+                ha="center",
+                va="center",
+                fontsize=FONT,
+                color="#555555",
+            )
     axes[0].set_yticks(np.arange(1, len(names) + 1), names, fontsize=FONT)
     axes[0].invert_yaxis()
     fig.supxlabel("box: p25-p75; line: median; whiskers: p5-p95; tick: p99", fontsize=FONT - 0.5)
@@ -236,11 +288,18 @@ def tokens(metrics: Metrics, context: Context) -> Plot:
     ax.set_xlabel("mean tokens per complete run", fontsize=FONT)
     if not (prompt + completion).any():
         ax.set_xlim(0, 1)
-        ax.text(0.5, 0.5, "no tokens reported (scripted models report none)", transform=ax.transAxes,
-                ha="center", va="center", fontsize=FONT, color="#555555")
+        ax.text(
+            0.5,
+            0.5,
+            "no tokens reported (scripted models report none)",
+            transform=ax.transAxes,
+            ha="center",
+            va="center",
+            fontsize=FONT,
+            color="#555555",
+        )
     else:
-        fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncol=2, fontsize=FONT,
-                   frameon=False)
+        fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncol=2, fontsize=FONT, frameon=False)
     _title(fig, "Tokens per run", context)
     return Plot("tokens", "Mean prompt and completion tokens per run", fig)
 
@@ -254,26 +313,42 @@ def decision_share(metrics: Metrics, context: Context) -> Plot:
     for maker in DECISION_MAKERS:
         share = np.array([g.decision_share.get(maker, 0.0) for g in metrics.groups])
         if share.any():
-            ax.barh(y, share, left=left, color=COLOURS.get(maker), label=maker, height=0.7, edgecolor="white",
-                    linewidth=0.5)
+            ax.barh(
+                y, share, left=left, color=COLOURS.get(maker), label=maker, height=0.7, edgecolor="white", linewidth=0.5
+            )
             left += share
     _share_axis(ax, y, names)
     ax.set_xlabel("share of the events that record a choice", fontsize=FONT)
     if left.any():
         handles, texts = ax.get_legend_handles_labels()
-        fig.legend(handles, texts, loc="outside lower center", ncol=min(len(texts), 7), fontsize=FONT,
-                   frameon=False)
+        fig.legend(handles, texts, loc="outside lower center", ncol=min(len(texts), 7), fontsize=FONT, frameon=False)
     else:
-        ax.text(0.5, 0.5, "no decisions recorded", transform=ax.transAxes, ha="center", va="center",
-                fontsize=FONT, color="#555555")
+        ax.text(
+            0.5,
+            0.5,
+            "no decisions recorded",
+            transform=ax.transAxes,
+            ha="center",
+            va="center",
+            fontsize=FONT,
+            color="#555555",
+        )
     _title(fig, "Who decided", context)
     return Plot("decision_share", "Share of decisions per decision maker", fig)
 
 
-def all_plots(metrics: Metrics, samples: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]], context: Context,
-              cells: Metrics | None = None) -> list[Plot]:
+def all_plots(
+    metrics: Metrics,
+    samples: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]],
+    context: Context,
+    cells: Metrics | None = None,
+) -> list[Plot]:
     """Every figure for one grouping; ``cells`` (the mode x scenario metrics) turns stop-correctness into a heatmap."""
     correctness = heatmap(cells, context) if cells is not None else stop_correctness(metrics, context)
-    return [verdicts(metrics, context), correctness, latency(metrics, samples, context), tokens(metrics, context),
-            decision_share(metrics, context)]
-
+    return [
+        verdicts(metrics, context),
+        correctness,
+        latency(metrics, samples, context),
+        tokens(metrics, context),
+        decision_share(metrics, context),
+    ]

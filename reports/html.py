@@ -50,25 +50,36 @@ class Section:
 
 def table_block(table: Table) -> str:
     note = f'<p class="note">{html.escape(table.note)}</p>' if table.note else ""
-    return (f'<h3 id="h-{table.name}">{html.escape(table.title)}</h3>\n'
-            f'<div class="scroll">{to_html(table)}</div>\n{note}')
+    return (
+        f'<h3 id="h-{table.name}">{html.escape(table.title)}</h3>\n<div class="scroll">{to_html(table)}</div>\n{note}'
+    )
 
 
 def figure_block(figure: EmbeddedFigure) -> str:
     png = base64.b64encode(figure.png).decode("ascii")
     pdf = base64.b64encode(figure.pdf).decode("ascii")
     title = html.escape(figure.title)
-    return (f'<figure id="figure-{figure.name}" data-figure="{figure.name}">\n'
-            f'<img alt="{title}" src="data:image/png;base64,{png}">\n'
-            f'<figcaption>{title} (<a download="{figure.name}.pdf" href="data:application/pdf;base64,{pdf}">PDF</a>)'
-            f'</figcaption>\n</figure>')
+    return (
+        f'<figure id="figure-{figure.name}" data-figure="{figure.name}">\n'
+        f'<img alt="{title}" src="data:image/png;base64,{png}">\n'
+        f'<figcaption>{title} (<a download="{figure.name}.pdf" href="data:application/pdf;base64,{pdf}">PDF</a>)'
+        f"</figcaption>\n</figure>"
+    )
 
 
 def page(title: str, meta: list[str], warnings: list[str], sections: list[Section]) -> str:
     """The whole document; ``meta`` and ``warnings`` are plain text lines shown under the title."""
-    parts = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
-             f"<title>{html.escape(title)}</title>", f"<style>{STYLE}</style>", "</head>", "<body>",
-             f"<h1>{html.escape(title)}</h1>"]
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en">',
+        "<head>",
+        '<meta charset="utf-8">',
+        f"<title>{html.escape(title)}</title>",
+        f"<style>{STYLE}</style>",
+        "</head>",
+        "<body>",
+        f"<h1>{html.escape(title)}</h1>",
+    ]
     parts += [f'<p class="meta">{html.escape(line)}</p>' for line in meta]
     parts += [f'<p class="meta warning">{html.escape(line)}</p>' for line in warnings]
     for section in sections:

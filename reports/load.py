@@ -51,13 +51,49 @@ SHOWN_PLACES = 3  # duplicate places named in one error line
 _PARSE = pj.ParseOptions(explicit_schema=SCHEMA, unexpected_field_behavior="ignore")
 _FLAT_EVENT = {
     **{f"usage.{name}": name for name in TOKEN_COLUMNS},
-    "error.kind": "error_kind", "detail.purpose": "purpose",
+    "error.kind": "error_kind",
+    "detail.purpose": "purpose",
 }
-EVENT_COLUMNS = ("source", "file", "line", "run_id", "scenario", "mode", "model", "gateway_policy", "trial", "seq",
-                 "step", "ts", "decision_maker", "kind", "action", "result", "latency_ms", *_FLAT_EVENT.values())
-CATEGORIES = ("source", "file", "run_id", "scenario", "mode", "model", "gateway_policy", "decision_maker", "kind",
-              "action", "result", "error_kind", "purpose", "status", "suspended_at", "expected_stop",
-              "stop_verdict", "subject")
+EVENT_COLUMNS = (
+    "source",
+    "file",
+    "line",
+    "run_id",
+    "scenario",
+    "mode",
+    "model",
+    "gateway_policy",
+    "trial",
+    "seq",
+    "step",
+    "ts",
+    "decision_maker",
+    "kind",
+    "action",
+    "result",
+    "latency_ms",
+    *_FLAT_EVENT.values(),
+)
+CATEGORIES = (
+    "source",
+    "file",
+    "run_id",
+    "scenario",
+    "mode",
+    "model",
+    "gateway_policy",
+    "decision_maker",
+    "kind",
+    "action",
+    "result",
+    "error_kind",
+    "purpose",
+    "status",
+    "suspended_at",
+    "expected_stop",
+    "stop_verdict",
+    "subject",
+)
 RUN_KEYS = ("source", "file", "line", "run_id", "scenario", "mode", "model", "trial", "summaries")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
@@ -164,11 +200,22 @@ def load_traces(paths: Path | str | Iterable[Path | str], *, chunk_bytes: int = 
     warnings.extend(info.problem for info in run_info if info.problem)
     events, runs, violations, unfinished = _frames(table, codes, len(run_ids), files, run_info)
     if unfinished:
-        warnings.append(f"{unfinished} run(s) have events after their last summary (a resume that did not finish); "
-                        "they are not judged")
+        warnings.append(
+            f"{unfinished} run(s) have events after their last summary (a resume that did not finish); "
+            "they are not judged"
+        )
     skipped.sort(key=lambda s: (files.index(Path(s.path)) if Path(s.path) in files else 0, s.line))
-    return Traces(events=events, runs=runs, violations=violations, lines=lines, skipped=skipped,
-                  sources=[str(f) for f in files], warnings=warnings, run_info=run_info, schema_version=version)
+    return Traces(
+        events=events,
+        runs=runs,
+        violations=violations,
+        lines=lines,
+        skipped=skipped,
+        sources=[str(f) for f in files],
+        warnings=warnings,
+        run_info=run_info,
+        schema_version=version,
+    )
 
 
 # ---------------------------------------------------------------- reading
@@ -230,8 +277,9 @@ def _parse(data: bytes | memoryview) -> pa.Table:
     except pa.ArrowInvalid as exc:
         if "straddl" not in str(exc):
             raise
-        table = pj.read_json(pa.BufferReader(data), parse_options=_PARSE,
-                             read_options=pj.ReadOptions(block_size=len(data) + 1))
+        table = pj.read_json(
+            pa.BufferReader(data), parse_options=_PARSE, read_options=pj.ReadOptions(block_size=len(data) + 1)
+        )
     table.validate(full=True)
     return table
 
@@ -306,16 +354,18 @@ def _numpy(mask: pa.ChunkedArray | pa.Array) -> np.ndarray:
     return np.asarray(pc.fill_null(mask, False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
-def _drop_rows(table: pa.Table, files: list[Path], keep: np.ndarray,
-               reasons: dict[int, str]) -> tuple[pa.Table, list[SkippedLine]]:
+def _drop_rows(
+    table: pa.Table, files: list[Path], keep: np.ndarray, reasons: dict[int, str]
+) -> tuple[pa.Table, list[SkippedLine]]:
     """Removes the rows not kept, naming each with its reason."""
     if keep.all():
         return table, []
     gone = np.flatnonzero(~keep)
     file_index = table["file"].take(pa.array(gone)).to_numpy()
     line = table["line"].take(pa.array(gone)).to_numpy()
-    skipped = [SkippedLine(str(files[f]), int(n), reasons[int(i)])
-               for i, f, n in zip(gone, file_index, line, strict=True)]
+    skipped = [
+        SkippedLine(str(files[f]), int(n), reasons[int(i)]) for i, f, n in zip(gone, file_index, line, strict=True)
+    ]
     return table.filter(pa.array(keep)), skipped
 
 
@@ -354,8 +404,10 @@ def _one_version(table: pa.Table, files: list[Path]) -> int | None:
     unknown = found.loc[~found["version"].isin(KNOWN_VERSIONS)]
     if not unknown.empty:
         row = unknown.iloc[0]
-        raise UserInputError(f"{files[int(row['file'])]}: schema_version {int(row['version'])} is not one this bench "
-                             f"reads ({', '.join(map(str, KNOWN_VERSIONS))}); use the bench that wrote it")
+        raise UserInputError(
+            f"{files[int(row['file'])]}: schema_version {int(row['version'])} is not one this bench "
+            f"reads ({', '.join(map(str, KNOWN_VERSIONS))}); use the bench that wrote it"
+        )
     if found["version"].nunique() > 1:
         per_file = found.groupby("file")["version"].apply(lambda v: "+".join(str(x) for x in sorted(v)))
         named = ", ".join(f"{files[int(str(f))]} (schema {v})" for f, v in per_file.items())
@@ -410,8 +462,9 @@ def _run_codes(table: pa.Table) -> tuple[np.ndarray, pa.Array]:
     return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), encoded.dictionary
 
 
-def _drop_identical_duplicates(table: pa.Table, files: list[Path],
-                               codes: np.ndarray) -> tuple[pa.Table, np.ndarray, list[str]]:
+def _drop_identical_duplicates(
+    table: pa.Table, files: list[Path], codes: np.ndarray
+) -> tuple[pa.Table, np.ndarray, list[str]]:
     """The same (run_id, seq) twice: read once if the lines are byte-identical, else a user error naming both."""
     if not table.num_rows:
         return table, codes, []
@@ -420,8 +473,15 @@ def _drop_identical_duplicates(table: pa.Table, files: list[Path],
     if not repeated.any():
         return table, codes, []
     rows = np.flatnonzero(repeated)
-    found = pd.DataFrame({"row": rows, "run": codes[rows], "seq": keys["seq"].to_numpy()[rows],
-                          "file": table["file"].to_numpy()[rows], "line": table["line"].to_numpy()[rows]})
+    found = pd.DataFrame(
+        {
+            "row": rows,
+            "run": codes[rows],
+            "seq": keys["seq"].to_numpy()[rows],
+            "file": table["file"].to_numpy()[rows],
+            "line": table["line"].to_numpy()[rows],
+        }
+    )
     found = found.sort_values(["run", "seq", "file", "line"], kind="stable")
     digests = _line_digests(files, found[["file", "line"]].itertuples(index=False, name=None))
     found["digest"] = [digests[(f, n)] for f, n in zip(found["file"], found["line"], strict=True)]
@@ -429,25 +489,42 @@ def _drop_identical_duplicates(table: pa.Table, files: list[Path],
     differs = found["digest"].to_numpy() != first["digest"].to_numpy()
     if differs.any():
         conflicts = found.loc[differs]
-        places = [f"{files[int(a_f)]}:{int(a_l)} and {files[int(b_f)]}:{int(b_l)}" for a_f, a_l, b_f, b_l in
-                  zip(first.loc[differs, "file"], first.loc[differs, "line"], conflicts["file"], conflicts["line"],
-                      strict=True)]
+        places = [
+            f"{files[int(a_f)]}:{int(a_l)} and {files[int(b_f)]}:{int(b_l)}"
+            for a_f, a_l, b_f, b_l in zip(
+                first.loc[differs, "file"],
+                first.loc[differs, "line"],
+                conflicts["file"],
+                conflicts["line"],
+                strict=True,
+            )
+        ]
         run_id = table["run_id"][int(conflicts["row"].iloc[0])].as_py()
         more = f" (and {len(places) - SHOWN_PLACES} more)" if len(places) > SHOWN_PLACES else ""
-        raise UserInputError(f"run {clean_text(run_id, 60)} seq {int(conflicts['seq'].iloc[0])} is on two different "
-                             f"lines: {'; '.join(places[:SHOWN_PLACES])}{more}; one run id, one event each")
+        raise UserInputError(
+            f"run {clean_text(run_id, 60)} seq {int(conflicts['seq'].iloc[0])} is on two different "
+            f"lines: {'; '.join(places[:SHOWN_PLACES])}{more}; one run id, one event each"
+        )
     later = found.loc[found.duplicated(["run", "seq"], keep="first")]
     originals = first.loc[later.index]
     keep = np.ones(table.num_rows, dtype=bool)
     keep[later["row"].to_numpy()] = False
     warnings = []
-    pairs = pd.DataFrame({"dup": later["file"].to_numpy(), "orig": originals["file"].to_numpy(),
-                          "dup_line": later["line"].to_numpy(), "orig_line": originals["line"].to_numpy()})
+    pairs = pd.DataFrame(
+        {
+            "dup": later["file"].to_numpy(),
+            "orig": originals["file"].to_numpy(),
+            "dup_line": later["line"].to_numpy(),
+            "orig_line": originals["line"].to_numpy(),
+        }
+    )
     for (dup, orig), group in pairs.groupby(["dup", "orig"], sort=True):
         example = group.iloc[0]
-        warnings.append(f"{files[int(str(dup))]}: {len(group)} line(s) repeat identical lines of "
-                        f"{files[int(str(orig))]} "
-                        f"(first: line {int(example['dup_line'])} = line {int(example['orig_line'])}); read once")
+        warnings.append(
+            f"{files[int(str(dup))]}: {len(group)} line(s) repeat identical lines of "
+            f"{files[int(str(orig))]} "
+            f"(first: line {int(example['dup_line'])} = line {int(example['orig_line'])}); read once"
+        )
     return table.filter(pa.array(keep)), codes[keep], warnings
 
 
@@ -474,8 +551,9 @@ def _line_digests(files: list[Path], wanted: Iterable[tuple[int, int]]) -> dict[
 # ---------------------------------------------------------------- frames
 
 
-def _frames(table: pa.Table, codes: np.ndarray, runs_count: int, files: list[Path],
-            run_info: list[RunInfo]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, int]:
+def _frames(
+    table: pa.Table, codes: np.ndarray, runs_count: int, files: list[Path], run_info: list[RunInfo]
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, int]:
     """The events frame and the runs frame (each complete run's last summary); also the runs left unfinished."""
     n = table.num_rows
     seq = table["seq"].to_numpy() if n else np.array([], np.int64)
@@ -512,8 +590,9 @@ def _frames(table: pa.Table, codes: np.ndarray, runs_count: int, files: list[Pat
 
     mask = pa.array(picked)
     runs_table = table.select(["line", "run_id", "scenario", "mode", "model", "trial", "outcome"]).filter(mask)
-    outcome = runs_table["outcome"].combine_chunks() if runs_table.num_rows else \
-        pa.array([], SCHEMA.field("outcome").type)
+    outcome = (
+        runs_table["outcome"].combine_chunks() if runs_table.num_rows else pa.array([], SCHEMA.field("outcome").type)
+    )
     run_columns: dict[str, pa.Array | pa.ChunkedArray] = {
         "source": _dictionary(file_index[picked], sources),
         "file": _dictionary(file_index[picked], [str(f) for f in files]),
@@ -534,8 +613,14 @@ def _violations(lists: pa.ListArray) -> pd.DataFrame:
     """
     flat = pc.fill_null(pc.list_flatten(lists), "")
     parts = pc.extract_regex(flat, r"^(?P<kind>[^:]*):?(?P<subject>[^=]*)")
-    table = pa.table({"run": pc.list_parent_indices(lists), "kind": parts.field("kind"),
-                      "subject": parts.field("subject"), "text": flat})
+    table = pa.table(
+        {
+            "run": pc.list_parent_indices(lists),
+            "kind": parts.field("kind"),
+            "subject": parts.field("subject"),
+            "text": flat,
+        }
+    )
     return _to_pandas(table)
 
 
@@ -543,8 +628,9 @@ def _dictionary(indices: np.ndarray, values: list[str] | pa.Array) -> pa.Diction
     """Row i holds values[indices[i]], dictionary-encoded with each distinct value once (pandas needs that)."""
     encoded = pc.dictionary_encode(pa.array(values, pa.string()))
     remap = encoded.indices.to_numpy(zero_copy_only=False)
-    return pa.DictionaryArray.from_arrays(pa.array(remap[indices] if len(indices) else [], pa.int32()),
-                                          encoded.dictionary)
+    return pa.DictionaryArray.from_arrays(
+        pa.array(remap[indices] if len(indices) else [], pa.int32()), encoded.dictionary
+    )
 
 
 def _outcome_column(outcome: pa.StructArray, names: list[str]) -> pa.Array:
@@ -561,8 +647,9 @@ def _outcome_column(outcome: pa.StructArray, names: list[str]) -> pa.Array:
     return pc.if_else(pc.is_valid(top), pc.fill_null(child, 0), pa.nulls(len(child), child.type))
 
 
-def _policies(table: pa.Table, codes: np.ndarray, runs_count: int, picked: np.ndarray, files: list[Path],
-              run_info: list[RunInfo]) -> pa.Array:
+def _policies(
+    table: pa.Table, codes: np.ndarray, runs_count: int, picked: np.ndarray, files: list[Path], run_info: list[RunInfo]
+) -> pa.Array:
     """Each run's gateway policy: its summary's, else its run_start's, else its folder manifest's, else 'unknown'."""
     policy = np.full(runs_count, None, dtype=object)
     if not runs_count:

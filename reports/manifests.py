@@ -40,9 +40,15 @@ def read_run_info(folder: Path) -> RunInfo | None:
         return RunInfo(str(folder), problem=f"{path}: unreadable manifest ({type(exc).__name__})")
     if not isinstance(data, dict):
         return RunInfo(str(folder), problem=f"{path}: not a JSON object")
-    return RunInfo(str(folder), status=_text(data, "status"), model=_text(data, "model"),
-                   model_source=_text(data, "model_source"), gateway_policy=_text(data, "gateway_policy"),
-                   trials=_count(data, "trials"), label=_text(data, "label"))
+    return RunInfo(
+        str(folder),
+        status=_text(data, "status"),
+        model=_text(data, "model"),
+        model_source=_text(data, "model_source"),
+        gateway_policy=_text(data, "gateway_policy"),
+        trials=_count(data, "trials"),
+        label=_text(data, "label"),
+    )
 
 
 def _text(data: dict[str, Any], key: str) -> str | None:

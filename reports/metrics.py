@@ -256,16 +256,18 @@ def prepare(traces: Traces, prices: PriceTable | None = None, runs: pd.DataFrame
         sizes = events.loc[mask, ["run_id", column]].groupby(["run_id", column], observed=True).size()
         tallies = sizes[sizes > 0].reset_index(name="n")
         rows = key_row[tallies["run_id"].cat.codes.to_numpy()]
-        return pd.concat([keys_of_run.iloc[rows][list(KEY_COLUMNS)].reset_index(drop=True),
-                          tallies[[column, "n"]]], axis=1)
+        return pd.concat(
+            [keys_of_run.iloc[rows][list(KEY_COLUMNS)].reset_index(drop=True), tallies[[column, "n"]]], axis=1
+        )
 
     kind = events["kind"]
     calls = events.loc[kind == "model_call", [*KEY_COLUMNS, "latency_ms"]].reset_index(drop=True)
     decisions = per_run(kind.isin(DECIDING_KINDS), "decision_maker")
     errors = per_run(events["error_kind"].notna(), "error_kind")
     orphans = keys_of_run.loc[~keys_of_run["complete"], list(KEY_COLUMNS)].reset_index(drop=True)
-    return Prepared(runs, calls, decisions, errors, orphans, _violation_rows(traces.violations, runs),
-                    prices is not None)
+    return Prepared(
+        runs, calls, decisions, errors, orphans, _violation_rows(traces.violations, runs), prices is not None
+    )
 
 
 def _violation_rows(violations: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
@@ -280,8 +282,13 @@ def _violation_rows(violations: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFram
     return frame
 
 
-def compute(traces: Traces, grouping: Grouping = "mode", runs: pd.DataFrame | None = None,
-            prices: PriceTable | None = None, prepared: Prepared | None = None) -> Metrics:
+def compute(
+    traces: Traces,
+    grouping: Grouping = "mode",
+    runs: pd.DataFrame | None = None,
+    prices: PriceTable | None = None,
+    prepared: Prepared | None = None,
+) -> Metrics:
     """Metrics for every group of ``grouping``; pass ``prepared`` (or ``runs``) to reuse them across groupings."""
     keys = GROUP_KEYS[grouping]
     prepared = prepared if prepared is not None else prepare(traces, prices, runs)
@@ -299,8 +306,21 @@ def compute(traces: Traces, grouping: Grouping = "mode", runs: pd.DataFrame | No
     for key in sorted(set(run_rows) | set(incomplete) | set(call_rows), key=_order_key(keys)):
         rows = run_rows.get(key, np.array([], dtype=np.int64))
         latency = call_latency[call_rows[key]] if key in call_rows else np.array([], dtype=float)
-        groups.append(_group(key, keys, arrays, rows, latency, shares.get(key, {}), seen.get(key, {}),
-                             incomplete.get(key, 0), violations.get(key, ()), max_k, prepared.priced))
+        groups.append(
+            _group(
+                key,
+                keys,
+                arrays,
+                rows,
+                latency,
+                shares.get(key, {}),
+                seen.get(key, {}),
+                incomplete.get(key, 0),
+                violations.get(key, ()),
+                max_k,
+                prepared.priced,
+            )
+        )
     return Metrics(grouping=grouping, keys=keys, groups=groups, max_k=max_k, priced=prepared.priced)
 
 
@@ -317,15 +337,33 @@ class _RunArrays:
         self.verdict = runs["stop_verdict"].astype(object).to_numpy()
         self.status = runs["status"].astype(object).to_numpy()
         self.ending = runs["ending_error"].astype(object).to_numpy()
-        self.cell = runs.groupby(list(CELL), observed=True, sort=False).ngroup().to_numpy() if len(runs) else \
-            np.array([], dtype=np.int64)
+        self.cell = (
+            runs.groupby(list(CELL), observed=True, sort=False).ngroup().to_numpy()
+            if len(runs)
+            else np.array([], dtype=np.int64)
+        )
         self.wait = runs["wait_marker_without_suspend"].to_numpy(dtype=bool)
         self.loop = runs["loop"].to_numpy(dtype=bool)
-        self.counts = {name: ints(name) for name in (
-            "side_effects_committed", "side_effects_blocked", "unauthorized_side_effects", "premature_side_effects",
-            "steps", "llm_calls", "prompt_tokens", "completion_tokens", "total_tokens", "reasoning_tokens",
-            "cached_tokens", "wall_ms", "resumes", "repeated_side_effects",
-            *(f"blocked_{reason}" for reason in BLOCK_REASONS))}
+        self.counts = {
+            name: ints(name)
+            for name in (
+                "side_effects_committed",
+                "side_effects_blocked",
+                "unauthorized_side_effects",
+                "premature_side_effects",
+                "steps",
+                "llm_calls",
+                "prompt_tokens",
+                "completion_tokens",
+                "total_tokens",
+                "reasoning_tokens",
+                "cached_tokens",
+                "wall_ms",
+                "resumes",
+                "repeated_side_effects",
+                *(f"blocked_{reason}" for reason in BLOCK_REASONS),
+            )
+        }
         self.cost = runs["cost_usd"].to_numpy(dtype=float)
         self.model = runs["model"].astype(object).to_numpy()
 
@@ -335,7 +373,7 @@ def _total(values: np.ndarray) -> int:
     values = values[~np.isnan(values)]
     if not values.size:
         return 0
-    if np.abs(values).max() * values.size < 2 ** 52:
+    if np.abs(values).max() * values.size < 2**52:
         return int(values.sum())
     return sum(int(v) for v in values)
 
@@ -345,9 +383,19 @@ def _known_total(values: np.ndarray) -> int | None:
     return None if values.size and np.isnan(values).all() else _total(values)
 
 
-def _group(key: tuple[str, ...], names: tuple[str, ...], a: _RunArrays, rows: np.ndarray, call_latency: np.ndarray,
-           shares: dict[str, int], seen: dict[str, int], incomplete: int, violations: tuple[ViolationCount, ...],
-           max_k: int, priced: bool) -> GroupMetrics:
+def _group(
+    key: tuple[str, ...],
+    names: tuple[str, ...],
+    a: _RunArrays,
+    rows: np.ndarray,
+    call_latency: np.ndarray,
+    shares: dict[str, int],
+    seen: dict[str, int],
+    incomplete: int,
+    violations: tuple[ViolationCount, ...],
+    max_k: int,
+    priced: bool,
+) -> GroupMetrics:
     infra = a.infra[rows]
     judged = rows[~infra]
     counts = {name: values[judged] for name, values in a.counts.items()}
@@ -419,9 +467,13 @@ def _cost(a: _RunArrays, rows: np.ndarray) -> Cost:
     cost = a.cost[rows]
     priced = ~np.isnan(cost)
     unpriced = sorted({str(m) for m in a.model[rows][~priced]})
-    return Cost(priced_runs=int(priced.sum()), unpriced_runs=int((~priced).sum()),
-                total=float(cost[priced].sum()) if priced.any() else math.nan, per_run=spread(cost[priced]),
-                unpriced_models=tuple(unpriced))
+    return Cost(
+        priced_runs=int(priced.sum()),
+        unpriced_runs=int((~priced).sum()),
+        total=float(cost[priced].sum()) if priced.any() else math.nan,
+        per_run=spread(cost[priced]),
+        unpriced_models=tuple(unpriced),
+    )
 
 
 def _max_k(runs: pd.DataFrame, keys: tuple[str, ...]) -> int:
@@ -463,17 +515,31 @@ def _violations(rows: pd.DataFrame, keys: tuple[str, ...]) -> dict[tuple[str, ..
     if rows.empty:
         return {}
     grouped = rows.groupby([*keys, "kind", "subject"], observed=True, sort=False)
-    table = grouped.agg(runs=("run_id", "nunique"), occurrences=("run_id", "size"),
-                        example_run=("run_id", "first"), example_source=("origin", "first")).reset_index()
+    table = grouped.agg(
+        runs=("run_id", "nunique"),
+        occurrences=("run_id", "size"),
+        example_run=("run_id", "first"),
+        example_source=("origin", "first"),
+    ).reset_index()
     table = table.loc[table["occurrences"] > 0]
-    table = table.sort_values([*keys, "runs", "occurrences", "kind", "subject"],
-                              ascending=[True] * len(keys) + [False, False, True, True], kind="stable")
+    table = table.sort_values(
+        [*keys, "runs", "occurrences", "kind", "subject"],
+        ascending=[True] * len(keys) + [False, False, True, True],
+        kind="stable",
+    )
     found: dict[tuple[str, ...], tuple[ViolationCount, ...]] = {}
     for key, group in table.groupby(list(keys), observed=True, sort=False):
-        found[_key(key)] = tuple(ViolationCount(str(r["kind"]), str(r["subject"]), int(r["runs"]),
-                                                int(r["occurrences"]), str(r["example_run"]),
-                                                str(r["example_source"]))
-                                 for r in group.head(TOP_VIOLATIONS).to_dict("records"))
+        found[_key(key)] = tuple(
+            ViolationCount(
+                str(r["kind"]),
+                str(r["subject"]),
+                int(r["runs"]),
+                int(r["occurrences"]),
+                str(r["example_run"]),
+                str(r["example_source"]),
+            )
+            for r in group.head(TOP_VIOLATIONS).to_dict("records")
+        )
     return found
 
 
@@ -503,6 +569,10 @@ def latency_samples(prepared: Prepared, grouping: Grouping) -> dict[tuple[str, .
     run_rows = _indices(prepared.runs, keys)
     run_values = prepared.runs["wall_ms"].to_numpy(dtype=float)
     empty = np.array([], dtype=float)
-    return {key: (run_values[run_rows[key]] if key in run_rows else empty,
-                  call_values[call_rows[key]] if key in call_rows else empty)
-            for key in set(run_rows) | set(call_rows)}
+    return {
+        key: (
+            run_values[run_rows[key]] if key in run_rows else empty,
+            call_values[call_rows[key]] if key in call_rows else empty,
+        )
+        for key in set(run_rows) | set(call_rows)
+    }

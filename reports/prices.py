@@ -33,8 +33,9 @@ class Price(BaseModel):
 
     input: float = Field(ge=0, description="USD per 1M prompt tokens not served from a cache")
     output: float = Field(ge=0, description="USD per 1M completion tokens (reasoning tokens included)")
-    cached_input: float | None = Field(default=None, ge=0,
-                                       description="USD per 1M cached prompt tokens; default: input")
+    cached_input: float | None = Field(
+        default=None, ge=0, description="USD per 1M cached prompt tokens; default: input"
+    )
 
     @field_validator("input", "output", "cached_input")
     @classmethod
@@ -65,8 +66,10 @@ def load_prices(path: Path) -> PriceTable:
         kind = "JSON" if path.suffix.lower() == ".json" else "YAML"
         raise UserInputError(f"--prices: {path}: not valid {kind}{at}") from None
     if not isinstance(data, dict) or not data:
-        raise UserInputError(f"--prices: {path}: expected a mapping of model name to "
-                             "{input: USD, output: USD, cached_input: USD} per 1M tokens")
+        raise UserInputError(
+            f"--prices: {path}: expected a mapping of model name to "
+            "{input: USD, output: USD, cached_input: USD} per 1M tokens"
+        )
     table: PriceTable = {}
     for model, entry in data.items():
         if not isinstance(model, str):

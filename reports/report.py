@@ -21,8 +21,13 @@ from reports.prices import PriceTable
 ReportFormat = Literal["md", "csv", "latex", "html"]
 FORMATS: tuple[str, ...] = get_args(ReportFormat)
 SHOWN_SKIPS = 20  # skipped lines named one by one; the rest are counted
-SECTION_TITLES = {"mode": "Per mode", "scenario": "Per mode and scenario", "model": "Per model and mode",
-                  "policy": "Per gateway policy and mode", "run": "Per run folder and mode"}
+SECTION_TITLES = {
+    "mode": "Per mode",
+    "scenario": "Per mode and scenario",
+    "model": "Per model and mode",
+    "policy": "Per gateway policy and mode",
+    "run": "Per run folder and mode",
+}
 DPI = 200  # PNG resolution: print quality
 
 
@@ -75,11 +80,17 @@ def skip_warnings(traces: Traces) -> list[str]:
 
 def status_lines(traces: Traces) -> list[str]:
     """The report's header facts a reader must not miss: runs that did not finish, old schemas, odd manifests."""
-    lines = [f"{clean_text(info.folder)}: manifest status '{info.status}': the run did not finish; its numbers "
-             "cover only the runs it wrote" for info in traces.run_info if info.unfinished]
+    lines = [
+        f"{clean_text(info.folder)}: manifest status '{info.status}': the run did not finish; its numbers "
+        "cover only the runs it wrote"
+        for info in traces.run_info
+        if info.unfinished
+    ]
     if traces.schema_version is not None and traces.schema_version < 2:
-        lines.append(f"trace schema {traces.schema_version}: written before stop verdicts, unauthorized side effects "
-                     "and blocked reasons were recorded; those columns are blank (re-run or re-record to fill them)")
+        lines.append(
+            f"trace schema {traces.schema_version}: written before stop verdicts, unauthorized side effects "
+            "and blocked reasons were recorded; those columns are blank (re-run or re-record to fill them)"
+        )
     return lines
 
 
@@ -95,13 +106,21 @@ def trials_text(runs: pd.DataFrame) -> str:
 def figure_context(runs: pd.DataFrame, metrics: Metrics) -> figs.Context:
     models = sorted(runs["model"].astype(str).unique()) if not runs.empty else []
     order = {"enforce": 0, "audit": 1}
-    policies = sorted(runs["gateway_policy"].astype(str).unique(), key=lambda p: (order.get(p, 2), p)) \
-        if not runs.empty else []
+    policies = (
+        sorted(runs["gateway_policy"].astype(str).unique(), key=lambda p: (order.get(p, 2), p))
+        if not runs.empty
+        else []
+    )
     return figs.Context(tuple(models), tuple(policies), trials_text(runs), sum(g.judged for g in metrics.groups))
 
 
-def build_report(paths: Sequence[Path | str], out: Path | None = None, formats: Sequence[str] = FORMATS,
-                 by: Grouping = "mode", prices: PriceTable | None = None) -> ReportResult:
+def build_report(
+    paths: Sequence[Path | str],
+    out: Path | None = None,
+    formats: Sequence[str] = FORMATS,
+    by: Grouping = "mode",
+    prices: PriceTable | None = None,
+) -> ReportResult:
     """Loads the traces of ``paths``, computes every grouping's metrics and writes the report to ``out``."""
     folders = [Path(p) for p in paths]
     traces = load_traces(folders)
@@ -124,8 +143,12 @@ def build_report(paths: Sequence[Path | str], out: Path | None = None, formats: 
     # A column of one bar per mode x scenario is unreadable: those cells become a heatmap, the rest stays per mode.
     shown: Grouping = "mode" if by == "scenario" else by
     context = figure_context(runs, metrics[shown])
-    plots = figs.all_plots(metrics[shown], latency_samples(prepared, shown), context,
-                           cells=metrics["scenario"] if by == "scenario" else None)
+    plots = figs.all_plots(
+        metrics[shown],
+        latency_samples(prepared, shown),
+        context,
+        cells=metrics["scenario"] if by == "scenario" else None,
+    )
     rendered = [_render(p) for p in plots]
     mode_tables = [tbl.seed000_table(metrics["mode"]), tbl.spectrum_table(metrics["mode"])]
     intro = f"Grouped per {tbl.per(metrics[shown])}"
@@ -136,29 +159,54 @@ def build_report(paths: Sequence[Path | str], out: Path | None = None, formats: 
     for g in groupings:
         lead = mode_tables if g == "mode" else []
         main = [] if g == by else [tbl.main_table(metrics[g])]
-        sections.append(Section(SECTION_TITLES[g], [*main, *lead, tbl.violations_table(metrics[g]),
-                                                    *tbl.full_tables(metrics[g])], []))
+        sections.append(
+            Section(
+                SECTION_TITLES[g], [*main, *lead, tbl.violations_table(metrics[g]), *tbl.full_tables(metrics[g])], []
+            )
+        )
     warnings = skip_warnings(traces)
     header = status_lines(traces)
     meta = [*_meta(traces, runs, prices), *header]
-    files = _write(out, formats, rendered, sections, [tbl.metrics_table(m) for m in metrics.values()], meta, warnings,
-                   context.line())
-    return ReportResult(out=out, main=tbl.main_table(metrics[by]), files=files, lines=traces.lines,
-                        skipped=traces.skipped, runs=len(traces.runs), incomplete=traces.incomplete_runs,
-                        warnings=warnings, header=header)
+    files = _write(
+        out,
+        formats,
+        rendered,
+        sections,
+        [tbl.metrics_table(m) for m in metrics.values()],
+        meta,
+        warnings,
+        context.line(),
+    )
+    return ReportResult(
+        out=out,
+        main=tbl.main_table(metrics[by]),
+        files=files,
+        lines=traces.lines,
+        skipped=traces.skipped,
+        runs=len(traces.runs),
+        incomplete=traces.incomplete_runs,
+        warnings=warnings,
+        header=header,
+    )
 
 
 def _meta(traces: Traces, runs: pd.DataFrame, prices: PriceTable | None) -> list[str]:
     infra = int(runs["infrastructure"].sum())
-    lines = [f"traces: {', '.join(clean_text(s) for s in traces.sources)} (schema {traces.schema_version})",
-             f"{len(traces.events)} events from {traces.lines} lines; {traces.skipped_count} lines skipped; "
-             f"{len(traces.runs)} complete runs ({infra} not judged: infrastructure); "
-             f"{traces.incomplete_runs} incomplete runs"]
+    lines = [
+        f"traces: {', '.join(clean_text(s) for s in traces.sources)} (schema {traces.schema_version})",
+        f"{len(traces.events)} events from {traces.lines} lines; {traces.skipped_count} lines skipped; "
+        f"{len(traces.runs)} complete runs ({infra} not judged: infrastructure); "
+        f"{traces.incomplete_runs} incomplete runs",
+    ]
     for info in traces.run_info:
-        facts = [f"status {info.status}" if info.status else "", f"model {info.model}" if info.model else "",
-                 f"source {info.model_source}" if info.model_source else "",
-                 f"gateway {info.gateway_policy}" if info.gateway_policy else "",
-                 f"{info.trials} trials" if info.trials else "", f"label {info.label}" if info.label else ""]
+        facts = [
+            f"status {info.status}" if info.status else "",
+            f"model {info.model}" if info.model else "",
+            f"source {info.model_source}" if info.model_source else "",
+            f"gateway {info.gateway_policy}" if info.gateway_policy else "",
+            f"{info.trials} trials" if info.trials else "",
+            f"label {info.label}" if info.label else "",
+        ]
         lines.append(f"run {clean_text(info.folder)}: " + ", ".join(clean_text(f) for f in facts if f))
     if prices is not None:
         lines.append(f"prices: {len(prices)} model(s) priced (USD per 1M tokens)")
@@ -172,8 +220,16 @@ def _render(plot: figs.Plot) -> EmbeddedFigure:
     return EmbeddedFigure(plot.name, plot.title, png.getvalue(), pdf.getvalue())
 
 
-def _write(out: Path, formats: Sequence[str], rendered: list[EmbeddedFigure], sections: list[Section],
-           metric_tables: list[tbl.Table], meta: list[str], warnings: list[str], context: str) -> list[Path]:
+def _write(
+    out: Path,
+    formats: Sequence[str],
+    rendered: list[EmbeddedFigure],
+    sections: list[Section],
+    metric_tables: list[tbl.Table],
+    meta: list[str],
+    warnings: list[str],
+    context: str,
+) -> list[Path]:
     written: list[Path] = []
 
     def put(path: Path, data: str | bytes) -> None:

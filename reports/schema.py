@@ -22,8 +22,13 @@ from harness.trace import SCHEMA_VERSION, RunOutcome, TraceEvent, Usage
 # The gateway's reasons for a blocked attempt (harness/gateway.py), with the names the tables show.
 # A reason not listed here still counts: tables show it as "other" (blocked minus the listed reasons).
 BLOCK_REASONS: dict[str, str] = {
-    "gate_closed": "gate", "precondition": "precondition", "not_permitted": "role", "not_allowed": "allowlist",
-    "invalid_args": "invalid args", "unknown_action": "unknown action", "not_an_action": "not an action",
+    "gate_closed": "gate",
+    "precondition": "precondition",
+    "not_permitted": "role",
+    "not_allowed": "allowlist",
+    "invalid_args": "invalid args",
+    "unknown_action": "unknown action",
+    "not_an_action": "not an action",
 }
 # Keys of the outcome's count dictionaries: a dict field has no fixed columns, so its keys are named here.
 DICT_KEYS: dict[str, tuple[str, ...]] = {"errors": ERROR_KINDS, "blocked_by": tuple(BLOCK_REASONS)}
@@ -67,8 +72,10 @@ def arrow_type(annotation: Any, name: str) -> pa.DataType:
         return pa.list_(arrow_type(get_args(annotation)[0], name))
     if origin is dict and name in DICT_KEYS:
         return pa.struct([(key, arrow_type(get_args(annotation)[1], key)) for key in DICT_KEYS[name]])
-    raise TypeError(f"reports/schema.py: no pyarrow type for field '{name}' ({annotation!r}); "
-                    "add it to DICT_KEYS, EVENT_OVERRIDES or UNREAD_EVENT_FIELDS")
+    raise TypeError(
+        f"reports/schema.py: no pyarrow type for field '{name}' ({annotation!r}); "
+        "add it to DICT_KEYS, EVENT_OVERRIDES or UNREAD_EVENT_FIELDS"
+    )
 
 
 def _event_schema() -> pa.Schema:
@@ -111,7 +118,8 @@ class OutcomeField:
 
 OUTCOME_REQUIRED: tuple[OutcomeField, ...] = tuple(
     OutcomeField(name, _unwrap_optional(info.annotation)[1], SINCE.get(name, 1))
-    for name, info in RunOutcome.model_fields.items() if info.is_required()
+    for name, info in RunOutcome.model_fields.items()
+    if info.is_required()
 )
 
 
@@ -140,6 +148,7 @@ def _flat_outcome_columns() -> dict[str, str]:
 
 OUTCOME_COLUMNS: Mapping[str, str] = _flat_outcome_columns()
 # Outcome fields with a default (added later, like resumes): a line without them reads as the default.
-OUTCOME_DEFAULTS: dict[str, Any] = {name: info.default for name, info in RunOutcome.model_fields.items()
-                                    if not info.is_required()}
+OUTCOME_DEFAULTS: dict[str, Any] = {
+    name: info.default for name, info in RunOutcome.model_fields.items() if not info.is_required()
+}
 TOKEN_COLUMNS: tuple[str, ...] = tuple(Usage.model_fields)

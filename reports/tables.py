@@ -108,8 +108,9 @@ def to_markdown(table: Table) -> str:
 
 def to_terminal(table: Table) -> str:
     align = ["right" if c.numeric else "left" for c in table.columns]
-    return tabulate(table.display_rows(), headers=table.headers, tablefmt="simple", disable_numparse=True,
-                    colalign=align)
+    return tabulate(
+        table.display_rows(), headers=table.headers, tablefmt="simple", disable_numparse=True, colalign=align
+    )
 
 
 def to_csv(table: Table) -> str:
@@ -121,9 +122,22 @@ def to_csv(table: Table) -> str:
     return buffer.getvalue()
 
 
-_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "–": "--",
-                  "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}"}
+_LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "–": "--",
+    "<": r"\textless{}",
+    ">": r"\textgreater{}",
+    "|": r"\textbar{}",
+}
 _POWER = re.compile(r"\^(\w+)")
 
 
@@ -141,17 +155,29 @@ def latex_escape(text: str) -> str:
 def to_latex(table: Table, context: str = "") -> str:
     """A booktabs table float with caption and label; numbers right-aligned; scaled down only if wider than the line."""
     spec = "".join("r" if c.numeric else "l" for c in table.columns)
-    lines = [f"% {table.title}: needs \\usepackage{{booktabs}} and \\usepackage{{graphicx}}",
-             "\\begin{table}[htbp]", "\\centering", "\\small", "\\setlength{\\tabcolsep}{4pt}",
-             f"\\caption{{{latex_escape(table.title + (f' ({context})' if context else ''))}}}",
-             f"\\label{{tab:{table.name.replace('_', '-')}}}",
-             "\\setbox0=\\hbox{%"]
-    lines += [f"\\begin{{tabular}}{{{spec}}}", "\\toprule",
-              " & ".join(latex_escape(h) for h in table.headers) + " \\\\", "\\midrule"]
+    lines = [
+        f"% {table.title}: needs \\usepackage{{booktabs}} and \\usepackage{{graphicx}}",
+        "\\begin{table}[htbp]",
+        "\\centering",
+        "\\small",
+        "\\setlength{\\tabcolsep}{4pt}",
+        f"\\caption{{{latex_escape(table.title + (f' ({context})' if context else ''))}}}",
+        f"\\label{{tab:{table.name.replace('_', '-')}}}",
+        "\\setbox0=\\hbox{%",
+    ]
+    lines += [
+        f"\\begin{{tabular}}{{{spec}}}",
+        "\\toprule",
+        " & ".join(latex_escape(h) for h in table.headers) + " \\\\",
+        "\\midrule",
+    ]
     lines += [" & ".join(latex_escape(cell) for cell in row) + " \\\\" for row in table.display_rows()]
-    lines += ["\\bottomrule", "\\end{tabular}}",
-              # The natural width when it fits, scaled to the line when it does not.
-              "\\leavevmode\\ifdim\\wd0>\\linewidth\\resizebox{\\linewidth}{!}{\\box0}\\else\\box0\\fi\\par"]
+    lines += [
+        "\\bottomrule",
+        "\\end{tabular}}",
+        # The natural width when it fits, scaled to the line when it does not.
+        "\\leavevmode\\ifdim\\wd0>\\linewidth\\resizebox{\\linewidth}{!}{\\box0}\\else\\box0\\fi\\par",
+    ]
     if table.note:
         lines.append(f"\\par\\smallskip{{\\footnotesize {latex_escape(table.note)}\\par}}")
     lines.append("\\end{table}")
@@ -168,11 +194,15 @@ def to_html(table: Table) -> str:
     head = "".join(f'<th class="{"num" if c.numeric else "text"}">{_html_header(c.header)}</th>' for c in table.columns)
     body = []
     for row in table.display_rows():
-        cells = "".join(f'<td class="{"num" if c.numeric else "text"}">{html.escape(v)}</td>'
-                        for v, c in zip(row, table.columns, strict=False))
+        cells = "".join(
+            f'<td class="{"num" if c.numeric else "text"}">{html.escape(v)}</td>'
+            for v, c in zip(row, table.columns, strict=False)
+        )
         body.append(f"<tr>{cells}</tr>")
-    return (f'<table id="table-{table.name}" class="metrics" data-table="{table.name}">\n'
-            f"<thead><tr>{head}</tr></thead>\n<tbody>\n" + "\n".join(body) + "\n</tbody>\n</table>")
+    return (
+        f'<table id="table-{table.name}" class="metrics" data-table="{table.name}">\n'
+        f"<thead><tr>{head}</tr></thead>\n<tbody>\n" + "\n".join(body) + "\n</tbody>\n</table>"
+    )
 
 
 # ------------------------------------------------------------------ builders
@@ -213,26 +243,49 @@ def happened(g: GroupMetrics) -> str:
 
 def seed000_table(metrics: Metrics) -> Table:
     """Seed 000's comparison: who decides, what the model sees, who can stop a run, and what happened."""
-    columns = (*key_columns(metrics), Column("who decides each step", "text"),
-               Column("actions the model can see", "text"), Column("who can really stop a run", "text"),
-               Column("what happened", "text"))
-    rows = tuple((*g.key, _describe(g.mode, "decides"), _describe(g.mode, "visible"),
-                  _describe(g.mode, "stopper"), happened(g)) for g in metrics.groups)
+    columns = (
+        *key_columns(metrics),
+        Column("who decides each step", "text"),
+        Column("actions the model can see", "text"),
+        Column("who can really stop a run", "text"),
+        Column("what happened", "text"),
+    )
+    rows = tuple(
+        (*g.key, _describe(g.mode, "decides"), _describe(g.mode, "visible"), _describe(g.mode, "stopper"), happened(g))
+        for g in metrics.groups
+    )
     return Table("modes", "Control modes: who decides, who can stop, what happened", columns, rows)
 
 
 def spectrum_table(metrics: Metrics) -> Table:
     """Seed 003's control spectrum, with this run's measured P95 latency and error rate."""
-    columns = (Column("spectrum", "int"), *key_columns(metrics), Column("human intervention point", "text"),
-               Column("model autonomy", "text"), Column("P95 latency per run (ms)", "ms"),
-               Column("error rate", "pct"), Column("runs", "int"))
+    columns = (
+        Column("spectrum", "int"),
+        *key_columns(metrics),
+        Column("human intervention point", "text"),
+        Column("model autonomy", "text"),
+        Column("P95 latency per run (ms)", "ms"),
+        Column("error rate", "pct"),
+        Column("runs", "int"),
+    )
     rows = []
     for g in metrics.groups:
         cls = _mode_class(g.mode)
-        rows.append((cls.spectrum if cls is not None else None, *g.key, _describe(g.mode, "intervention"),
-                     _describe(g.mode, "autonomy"), g.run_latency.p95, g.error_rate, g.runs))
-    note = ("spectrum: 1 = code decides everything. Error rate: complete runs that ended with status error, "
-            "any kind (infrastructure included; see the errors table for the split).")
+        rows.append(
+            (
+                cls.spectrum if cls is not None else None,
+                *g.key,
+                _describe(g.mode, "intervention"),
+                _describe(g.mode, "autonomy"),
+                g.run_latency.p95,
+                g.error_rate,
+                g.runs,
+            )
+        )
+    note = (
+        "spectrum: 1 = code decides everything. Error rate: complete runs that ended with status error, "
+        "any kind (infrastructure included; see the errors table for the split)."
+    )
     return Table("spectrum", "The control spectrum", columns, tuple(rows), note)
 
 
@@ -240,23 +293,51 @@ def _verdict(g: GroupMetrics, verdict: str) -> int | None:
     return None if g.unverdicted == g.judged and g.judged else g.verdicts.get(verdict, 0)
 
 
-VERDICT_HEADERS = {"correct": "correct", "early": "early", "late": "late", "wrong_place": "wrong place",
-                   "no_stop": "no stop", "failed_closed": "failed closed"}
+VERDICT_HEADERS = {
+    "correct": "correct",
+    "early": "early",
+    "late": "late",
+    "wrong_place": "wrong place",
+    "no_stop": "no stop",
+    "failed_closed": "failed closed",
+}
 
 
 def main_table(metrics: Metrics) -> Table:
     """The headline table the terminal shows: the verdict breakdown first, then rates and side effects."""
     k = metrics.max_k
-    columns = (*key_columns(metrics), Column("n", "int"),
-               *(Column(VERDICT_HEADERS[v], "int") for v in JUDGED_VERDICTS), Column("infra", "int"),
-               Column("stop-correct", "pct"), Column("95% CI", "ci"), Column(f"pass^{k}" if k else "pass^k", "pct"),
-               Column("unauthorized", "int"), Column("premature", "int"), Column("blocked", "int"))
-    rows = tuple((*g.key, g.judged, *(_verdict(g, v) for v in JUDGED_VERDICTS), g.infrastructure, g.stop.rate,
-                  interval(g.stop.low, g.stop.high), g.pass_k[-1] if k else None, g.unauthorized_side_effects,
-                  g.premature_side_effects, g.side_effects_blocked) for g in metrics.groups)
-    note = ("n: judged runs (complete, not ended by infrastructure). correct ... failed closed: the runtime's stop "
-            "verdicts (README: stop verdicts). infra: runs not judged. unauthorized: side effects committed that an "
-            "enforcing gateway refuses; premature: the gated ones among them. blocked: attempts the gateway refused.")
+    columns = (
+        *key_columns(metrics),
+        Column("n", "int"),
+        *(Column(VERDICT_HEADERS[v], "int") for v in JUDGED_VERDICTS),
+        Column("infra", "int"),
+        Column("stop-correct", "pct"),
+        Column("95% CI", "ci"),
+        Column(f"pass^{k}" if k else "pass^k", "pct"),
+        Column("unauthorized", "int"),
+        Column("premature", "int"),
+        Column("blocked", "int"),
+    )
+    rows = tuple(
+        (
+            *g.key,
+            g.judged,
+            *(_verdict(g, v) for v in JUDGED_VERDICTS),
+            g.infrastructure,
+            g.stop.rate,
+            interval(g.stop.low, g.stop.high),
+            g.pass_k[-1] if k else None,
+            g.unauthorized_side_effects,
+            g.premature_side_effects,
+            g.side_effects_blocked,
+        )
+        for g in metrics.groups
+    )
+    note = (
+        "n: judged runs (complete, not ended by infrastructure). correct ... failed closed: the runtime's stop "
+        "verdicts (README: stop verdicts). infra: runs not judged. unauthorized: side effects committed that an "
+        "enforcing gateway refuses; premature: the gated ones among them. blocked: attempts the gateway refused."
+    )
     return Table(f"main_by_{metrics.grouping}", f"Summary per {per(metrics)}", columns, rows, note)
 
 
@@ -269,33 +350,66 @@ def interval(low: float, high: float) -> str:
 
 
 def verdicts_table(metrics: Metrics) -> Table:
-    columns = (*key_columns(metrics), Column("judged (n)", "int"),
-               *(Column(VERDICT_HEADERS[v], "int") for v in JUDGED_VERDICTS),
-               *(Column(f"{VERDICT_HEADERS[v]} %", "pct") for v in JUDGED_VERDICTS),
-               Column("infrastructure", "int"), Column("no verdict", "int"))
-    rows = tuple((*g.key, g.judged, *(_verdict(g, v) for v in JUDGED_VERDICTS),
-                  *(g.verdict_share(v) for v in JUDGED_VERDICTS), g.infrastructure, g.unverdicted)
-                 for g in metrics.groups)
-    note = ("Where each judged run stopped, judged by the runtime against the oracle: correct; early (before the "
-            "required work); late (an unauthorized commit, or finished where a suspension was due); wrong place "
-            "(another gate); no stop (step or transition limit); failed closed (the mode refused or erred with "
-            "nothing unauthorized committed). infrastructure: not judged. no verdict: traces older than verdicts.")
+    columns = (
+        *key_columns(metrics),
+        Column("judged (n)", "int"),
+        *(Column(VERDICT_HEADERS[v], "int") for v in JUDGED_VERDICTS),
+        *(Column(f"{VERDICT_HEADERS[v]} %", "pct") for v in JUDGED_VERDICTS),
+        Column("infrastructure", "int"),
+        Column("no verdict", "int"),
+    )
+    rows = tuple(
+        (
+            *g.key,
+            g.judged,
+            *(_verdict(g, v) for v in JUDGED_VERDICTS),
+            *(g.verdict_share(v) for v in JUDGED_VERDICTS),
+            g.infrastructure,
+            g.unverdicted,
+        )
+        for g in metrics.groups
+    )
+    note = (
+        "Where each judged run stopped, judged by the runtime against the oracle: correct; early (before the "
+        "required work); late (an unauthorized commit, or finished where a suspension was due); wrong place "
+        "(another gate); no stop (step or transition limit); failed closed (the mode refused or erred with "
+        "nothing unauthorized committed). infrastructure: not judged. no verdict: traces older than verdicts."
+    )
     return Table(f"verdicts_by_{metrics.grouping}", "Stop verdicts", columns, rows, note)
 
 
 def violations_table(metrics: Metrics) -> Table:
     """The most frequent oracle violations per group, each with a run to open."""
-    columns = (*key_columns(metrics), Column("#", "int"), Column("violation", "text"), Column("subject", "text"),
-               Column("runs", "int"), Column("of judged", "pct"), Column("occurrences", "int"),
-               Column("example run", "text"))
+    columns = (
+        *key_columns(metrics),
+        Column("#", "int"),
+        Column("violation", "text"),
+        Column("subject", "text"),
+        Column("runs", "int"),
+        Column("of judged", "pct"),
+        Column("occurrences", "int"),
+        Column("example run", "text"),
+    )
     several = len({v.example_source for g in metrics.groups for v in g.violations}) > 1
     rows = []
     for g in metrics.groups:
         for rank, v in enumerate(g.violations, start=1):
-            rows.append((*g.key, rank, v.kind, clean_text(v.subject, SUBJECT_WIDTH), v.runs,
-                         v.runs / g.judged if g.judged else math.nan, v.occurrences, _example(v, several)))
-    note = ("Oracle violations of judged runs, grouped by kind and subject (values after '=' left out), the "
-            "most frequent first; runs: judged runs with at least one.")
+            rows.append(
+                (
+                    *g.key,
+                    rank,
+                    v.kind,
+                    clean_text(v.subject, SUBJECT_WIDTH),
+                    v.runs,
+                    v.runs / g.judged if g.judged else math.nan,
+                    v.occurrences,
+                    _example(v, several),
+                )
+            )
+    note = (
+        "Oracle violations of judged runs, grouped by kind and subject (values after '=' left out), the "
+        "most frequent first; runs: judged runs with at least one."
+    )
     return Table(f"violations_by_{metrics.grouping}", "Top oracle violations", columns, tuple(rows), note)
 
 
@@ -304,12 +418,37 @@ def _example(v: ViolationCount, with_source: bool) -> str:
 
 
 def correctness_table(metrics: Metrics) -> Table:
-    columns = (*key_columns(metrics), Column("runs", "int"), Column("incomplete", "int"),
-               Column("infra runs", "int"), Column("judged (n)", "int"), Column("stop-correct", "int"),
-               Column("rate", "pct"), Column("95% low", "pct"), Column("95% high", "pct"),
-               Column("oracle passed", "pct"), Column("oracle 95% low", "pct"), Column("oracle 95% high", "pct"))
-    rows = tuple((*g.key, g.runs, g.incomplete, g.infrastructure, g.judged, g.stop.successes, g.stop.rate,
-                  g.stop.low, g.stop.high, g.oracle.rate, g.oracle.low, g.oracle.high) for g in metrics.groups)
+    columns = (
+        *key_columns(metrics),
+        Column("runs", "int"),
+        Column("incomplete", "int"),
+        Column("infra runs", "int"),
+        Column("judged (n)", "int"),
+        Column("stop-correct", "int"),
+        Column("rate", "pct"),
+        Column("95% low", "pct"),
+        Column("95% high", "pct"),
+        Column("oracle passed", "pct"),
+        Column("oracle 95% low", "pct"),
+        Column("oracle 95% high", "pct"),
+    )
+    rows = tuple(
+        (
+            *g.key,
+            g.runs,
+            g.incomplete,
+            g.infrastructure,
+            g.judged,
+            g.stop.successes,
+            g.stop.rate,
+            g.stop.low,
+            g.stop.high,
+            g.oracle.rate,
+            g.oracle.low,
+            g.oracle.high,
+        )
+        for g in metrics.groups
+    )
     note = "Wilson 95% intervals over judged runs: runs with a summary, minus those not judged (infrastructure)."
     return Table(f"correctness_by_{metrics.grouping}", "Stop-correctness", columns, rows, note)
 
@@ -318,53 +457,113 @@ def pass_k_table(metrics: Metrics) -> Table:
     ks = range(1, metrics.max_k + 1)
     columns = (*key_columns(metrics), *(Column(f"pass^{k}", "pct") for k in ks))
     rows = tuple((*g.key, *g.pass_k) for g in metrics.groups)
-    note = ("pass^k (tau-bench): per cell (scenario, model, gateway policy), C(c,k)/C(n,k) with c stop-correct "
-            "of n judged trials, averaged over cells.")
+    note = (
+        "pass^k (tau-bench): per cell (scenario, model, gateway policy), C(c,k)/C(n,k) with c stop-correct "
+        "of n judged trials, averaged over cells."
+    )
     return Table(f"pass_k_by_{metrics.grouping}", "pass^k over trials", columns, rows, note)
 
 
 def side_effects_table(metrics: Metrics) -> Table:
-    columns = (*key_columns(metrics), Column("judged", "int"), Column("committed", "int"),
-               Column("unauthorized", "int"), Column("runs with unauthorized", "int"), Column("premature", "int"),
-               Column("runs with premature", "int"), Column("premature / run", "num"), Column("blocked", "int"),
-               Column("wait marker, went on", "int"), Column("loops", "int"), Column("resumed runs", "int"),
-               Column("repeated after resume", "int"), Column("premature in infra runs", "int"))
-    rows = tuple((*g.key, g.judged, g.side_effects_committed, g.unauthorized_side_effects, g.runs_with_unauthorized,
-                  g.premature_side_effects, g.runs_with_premature, g.premature_per_run, g.side_effects_blocked,
-                  g.wait_without_suspend, g.loops, g.resumed_runs, g.repeated_side_effects,
-                  g.infrastructure_premature) for g in metrics.groups)
-    note = ("unauthorized: committed side effects an enforcing gateway refuses (closed gate, role, allowlist, "
-            "precondition, forbidden); premature: the gated ones, committed before approval. loops: runs where one "
-            "next action was proposed 3+ times in a row. repeated after resume: side effects committed again after "
-            "a person resumed the run (must be 0).")
+    columns = (
+        *key_columns(metrics),
+        Column("judged", "int"),
+        Column("committed", "int"),
+        Column("unauthorized", "int"),
+        Column("runs with unauthorized", "int"),
+        Column("premature", "int"),
+        Column("runs with premature", "int"),
+        Column("premature / run", "num"),
+        Column("blocked", "int"),
+        Column("wait marker, went on", "int"),
+        Column("loops", "int"),
+        Column("resumed runs", "int"),
+        Column("repeated after resume", "int"),
+        Column("premature in infra runs", "int"),
+    )
+    rows = tuple(
+        (
+            *g.key,
+            g.judged,
+            g.side_effects_committed,
+            g.unauthorized_side_effects,
+            g.runs_with_unauthorized,
+            g.premature_side_effects,
+            g.runs_with_premature,
+            g.premature_per_run,
+            g.side_effects_blocked,
+            g.wait_without_suspend,
+            g.loops,
+            g.resumed_runs,
+            g.repeated_side_effects,
+            g.infrastructure_premature,
+        )
+        for g in metrics.groups
+    )
+    note = (
+        "unauthorized: committed side effects an enforcing gateway refuses (closed gate, role, allowlist, "
+        "precondition, forbidden); premature: the gated ones, committed before approval. loops: runs where one "
+        "next action was proposed 3+ times in a row. repeated after resume: side effects committed again after "
+        "a person resumed the run (must be 0)."
+    )
     return Table(f"side_effects_by_{metrics.grouping}", "Side effects and loops", columns, rows, note)
 
 
 def blocked_table(metrics: Metrics) -> Table:
-    columns = (*key_columns(metrics), Column("blocked", "int"),
-               *(Column(label, "int") for label in BLOCK_REASONS.values()), Column("other", "int"))
-    rows = tuple((*g.key, g.side_effects_blocked,
-                  *((g.blocked_by or {}).get(r) if g.blocked_by is not None else None for r in BLOCK_REASONS),
-                  g.blocked_other) for g in metrics.groups)
-    note = ("Attempts the gateway refused, by its reason: gate (approval not given), precondition (required "
-            "artifacts missing), role (the agent's role may not call it), allowlist (not offered at that point), "
-            "invalid args, unknown action, not an action. Judged runs only.")
+    columns = (
+        *key_columns(metrics),
+        Column("blocked", "int"),
+        *(Column(label, "int") for label in BLOCK_REASONS.values()),
+        Column("other", "int"),
+    )
+    rows = tuple(
+        (
+            *g.key,
+            g.side_effects_blocked,
+            *((g.blocked_by or {}).get(r) if g.blocked_by is not None else None for r in BLOCK_REASONS),
+            g.blocked_other,
+        )
+        for g in metrics.groups
+    )
+    note = (
+        "Attempts the gateway refused, by its reason: gate (approval not given), precondition (required "
+        "artifacts missing), role (the agent's role may not call it), allowlist (not offered at that point), "
+        "invalid args, unknown action, not an action. Judged runs only."
+    )
     return Table(f"blocked_by_{metrics.grouping}", "Blocked attempts by reason", columns, rows, note)
 
 
 def cost_table(metrics: Metrics) -> Table:
     columns = [*key_columns(metrics)]
-    for name in ("steps", "model calls", "prompt tokens", "completion tokens", "reasoning tokens",
-                 "cached tokens", "total tokens"):
+    for name in (
+        "steps",
+        "model calls",
+        "prompt tokens",
+        "completion tokens",
+        "reasoning tokens",
+        "cached tokens",
+        "total tokens",
+    ):
         columns += [Column(f"{name} mean", "num"), Column(f"{name} p50", "num")]
     if metrics.priced:
-        columns += [Column("USD / run", "usd"), Column("USD total", "usd"), Column("priced runs", "int"),
-                    Column("unpriced runs", "int")]
+        columns += [
+            Column("USD / run", "usd"),
+            Column("USD total", "usd"),
+            Column("priced runs", "int"),
+            Column("unpriced runs", "int"),
+        ]
     rows = []
     for g in metrics.groups:
-        row = [*g.key, *_mean_p50(g.steps), *_mean_p50(g.llm_calls), *_mean_p50(g.prompt_tokens),
-               *_mean_p50(g.completion_tokens), *_mean_p50(g.reasoning_tokens), *_mean_p50(g.cached_tokens),
-               *_mean_p50(g.total_tokens)]
+        row = [
+            *g.key,
+            *_mean_p50(g.steps),
+            *_mean_p50(g.llm_calls),
+            *_mean_p50(g.prompt_tokens),
+            *_mean_p50(g.completion_tokens),
+            *_mean_p50(g.reasoning_tokens),
+            *_mean_p50(g.cached_tokens),
+            *_mean_p50(g.total_tokens),
+        ]
         if metrics.priced and g.cost is not None:
             none = g.cost.priced_runs == 0 and g.cost.unpriced_runs > 0
             total = UNPRICED if g.cost.unpriced_runs else g.cost.total
@@ -373,12 +572,15 @@ def cost_table(metrics: Metrics) -> Table:
     note = "Per complete run. Reasoning tokens are part of the completion tokens, cached tokens part of the prompt."
     if metrics.priced:
         unpriced = sorted({m for g in metrics.groups if g.cost for m in g.cost.unpriced_models})
-        note += (" USD from --prices (per 1M tokens: input, output, cached input); USD / run over priced runs; "
-                 "a total with an unpriced run is unpriced.")
+        note += (
+            " USD from --prices (per 1M tokens: input, output, cached input); USD / run over priced runs; "
+            "a total with an unpriced run is unpriced."
+        )
         if unpriced:
             note += f" Unpriced models: {', '.join(clean_text(m, 60) for m in unpriced)}."
-    return Table(f"cost_by_{metrics.grouping}", "Steps, model calls, tokens and cost per run", tuple(columns),
-                 tuple(rows), note)
+    return Table(
+        f"cost_by_{metrics.grouping}", "Steps, model calls, tokens and cost per run", tuple(columns), tuple(rows), note
+    )
 
 
 def _mean_p50(s: Spread) -> tuple[float, float]:
@@ -388,11 +590,15 @@ def _mean_p50(s: Spread) -> tuple[float, float]:
 def latency_table(metrics: Metrics) -> Table:
     columns = [*key_columns(metrics)]
     for scope in ("run", "call"):
-        columns += [Column(f"{scope} n", "int"), *(Column(f"{scope} {s} ms", "ms") for s in
-                                                  ("p50", "p95", "p99", "mean", "std"))]
+        columns += [
+            Column(f"{scope} n", "int"),
+            *(Column(f"{scope} {s} ms", "ms") for s in ("p50", "p95", "p99", "mean", "std")),
+        ]
     rows = tuple((*g.key, *_spread(g.run_latency), *_spread(g.call_latency)) for g in metrics.groups)
-    note = ("run: wall time of each complete run; call: latency of each model call. Percentiles by linear "
-            "interpolation; std is the sample standard deviation.")
+    note = (
+        "run: wall time of each complete run; call: latency of each model call. Percentiles by linear "
+        "interpolation; std is the sample standard deviation."
+    )
     return Table(f"latency_by_{metrics.grouping}", "Latency per run and per model call", tuple(columns), rows, note)
 
 
@@ -403,17 +609,37 @@ def _spread(s: Spread) -> tuple[Any, ...]:
 def errors_table(metrics: Metrics, every_kind: bool = False) -> Table:
     """Errors per group; the kinds that occurred (``every_kind``: all of harness.errors, for the wide CSV)."""
     kinds = error_kinds(metrics, every_kind)
-    columns = (*key_columns(metrics), Column("runs", "int"), Column("error runs", "int"),
-               Column("error rate", "pct"), Column("infra runs", "int"), Column("infra rate", "pct"),
-               Column("mode error rate", "pct"),
-               *(Column(f"ended by {k}", "pct") for k in kinds), *(Column(f"{k} seen", "int") for k in kinds))
-    rows = tuple((*g.key, g.runs, g.error_runs, g.error_rate, g.infrastructure, g.infrastructure_rate,
-                  g.mode_error_rate, *(g.ended_by.get(k, 0) / g.runs if g.runs else math.nan for k in kinds),
-                  *(g.errors_seen.get(k, 0) for k in kinds)) for g in metrics.groups)
+    columns = (
+        *key_columns(metrics),
+        Column("runs", "int"),
+        Column("error runs", "int"),
+        Column("error rate", "pct"),
+        Column("infra runs", "int"),
+        Column("infra rate", "pct"),
+        Column("mode error rate", "pct"),
+        *(Column(f"ended by {k}", "pct") for k in kinds),
+        *(Column(f"{k} seen", "int") for k in kinds),
+    )
+    rows = tuple(
+        (
+            *g.key,
+            g.runs,
+            g.error_runs,
+            g.error_rate,
+            g.infrastructure,
+            g.infrastructure_rate,
+            g.mode_error_rate,
+            *(g.ended_by.get(k, 0) / g.runs if g.runs else math.nan for k in kinds),
+            *(g.errors_seen.get(k, 0) for k in kinds),
+        )
+        for g in metrics.groups
+    )
     infra = ", ".join(k for k in ERROR_KINDS if k in INFRASTRUCTURE_ERRORS)
-    note = (f"Infrastructure kinds ({infra}) never count against a mode: those runs are out of every correctness "
-            "denominator. mode error rate: judged runs ended by an error (parse, schema, workflow). "
-            "ended by K: share of runs ended by K. K seen: error events of kind K, retried attempts included.")
+    note = (
+        f"Infrastructure kinds ({infra}) never count against a mode: those runs are out of every correctness "
+        "denominator. mode error rate: judged runs ended by an error (parse, schema, workflow). "
+        "ended by K: share of runs ended by K. K seen: error events of kind K, retried attempts included."
+    )
     return Table(f"errors_by_{metrics.grouping}", "Errors by kind", columns, rows, note)
 
 
@@ -428,16 +654,26 @@ def decisions_table(metrics: Metrics) -> Table:
     makers = [d for d in DECISION_MAKERS if any(g.decision_share.get(d) for g in metrics.groups)]
     columns = (*key_columns(metrics), Column("deciding events", "int"), *(Column(d, "pct") for d in makers))
     rows = tuple((*g.key, g.decisions, *(g.decision_share.get(d, 0.0) for d in makers)) for g in metrics.groups)
-    note = ("Share of the events that record a choice (model_call, plan_validation, decision, action, transition, "
-            "suspend, human) by their decision_maker.")
+    note = (
+        "Share of the events that record a choice (model_call, plan_validation, decision, action, transition, "
+        "suspend, human) by their decision_maker."
+    )
     return Table(f"decisions_by_{metrics.grouping}", "Who decided", columns, rows, note)
 
 
 def full_tables(metrics: Metrics, every_kind: bool = False) -> list[Table]:
     """Every metric of a grouping, as thematic tables (one row a group)."""
-    return [verdicts_table(metrics), correctness_table(metrics), pass_k_table(metrics), side_effects_table(metrics),
-            blocked_table(metrics), cost_table(metrics), latency_table(metrics), errors_table(metrics, every_kind),
-            decisions_table(metrics)]
+    return [
+        verdicts_table(metrics),
+        correctness_table(metrics),
+        pass_k_table(metrics),
+        side_effects_table(metrics),
+        blocked_table(metrics),
+        cost_table(metrics),
+        latency_table(metrics),
+        errors_table(metrics, every_kind),
+        decisions_table(metrics),
+    ]
 
 
 def metrics_table(metrics: Metrics) -> Table:
@@ -453,5 +689,9 @@ def metrics_table(metrics: Metrics) -> Table:
         columns += [Column(f"{part.name.split('_by_')[0]}: {c.header}", c.fmt) for c in part.columns[width:]]
         for row, extra in zip(rows, part.rows, strict=False):
             row.extend(extra[width:])
-    return Table(f"metrics_by_{metrics.grouping}", f"All metrics per {per(metrics)}", tuple(columns),
-                 tuple(tuple(r) for r in rows))
+    return Table(
+        f"metrics_by_{metrics.grouping}",
+        f"All metrics per {per(metrics)}",
+        tuple(columns),
+        tuple(tuple(r) for r in rows),
+    )

@@ -69,50 +69,101 @@ class Run:
 
         def emit(**fields) -> None:
             nonlocal seq
-            out.append(TraceEvent(run_id=self.run_id, scenario=self.scenario, mode=self.mode, model=self.model,
-                                  trial=self.trial, seq=seq, step=fields.pop("step", 1),
-                                  ts="2026-01-01T00:00:00.000+00:00", **fields))
+            out.append(
+                TraceEvent(
+                    run_id=self.run_id,
+                    scenario=self.scenario,
+                    mode=self.mode,
+                    model=self.model,
+                    trial=self.trial,
+                    seq=seq,
+                    step=fields.pop("step", 1),
+                    ts="2026-01-01T00:00:00.000+00:00",
+                    **fields,
+                )
+            )
             seq += 1
 
-        emit(step=0, decision_maker="runtime", kind="run_start",
-             detail={"seed": 1, "gateway_policy": self.gateway_policy})
+        emit(
+            step=0,
+            decision_maker="runtime",
+            kind="run_start",
+            detail={"seed": 1, "gateway_policy": self.gateway_policy},
+        )
         errors: dict[str, int] = {}
         usage = Usage()
         for call in self.calls:
             for kind in call.retries:
                 errors[kind] = errors.get(kind, 0) + 1
-                emit(decision_maker="runtime", kind="model_retry", result="retrying", latency_ms=5.0,
-                     error=ErrorInfo(kind=kind, message="retried"))
-            call_usage = Usage(prompt_tokens=call.prompt, completion_tokens=call.completion,
-                               total_tokens=call.prompt + call.completion, cached_tokens=self.cached,
-                               reasoning_tokens=self.reasoning)
+                emit(
+                    decision_maker="runtime",
+                    kind="model_retry",
+                    result="retrying",
+                    latency_ms=5.0,
+                    error=ErrorInfo(kind=kind, message="retried"),
+                )
+            call_usage = Usage(
+                prompt_tokens=call.prompt,
+                completion_tokens=call.completion,
+                total_tokens=call.prompt + call.completion,
+                cached_tokens=self.cached,
+                reasoning_tokens=self.reasoning,
+            )
             usage = usage + call_usage
-            emit(decision_maker="llm", kind="model_call", action=call.action, latency_ms=call.latency_ms,
-                 usage=call_usage, result="proposed",
-                 detail={"purpose": "next_action" if call.action else "plan"})
+            emit(
+                decision_maker="llm",
+                kind="model_call",
+                action=call.action,
+                latency_ms=call.latency_ms,
+                usage=call_usage,
+                result="proposed",
+                detail={"purpose": "next_action" if call.action else "plan"},
+            )
         for action, result in self.actions:
             emit(decision_maker="gateway", kind="action", action=action, result=result)
         for maker in self.deciders:
             emit(decision_maker=maker, kind="decision", result="execute")
         if self.ending_error is not None:
             errors[self.ending_error] = errors.get(self.ending_error, 0) + 1
-            emit(decision_maker="runtime", kind="error", result="run_error",
-                 error=ErrorInfo(kind=self.ending_error, message="ended"))
+            emit(
+                decision_maker="runtime",
+                kind="error",
+                result="run_error",
+                error=ErrorInfo(kind=self.ending_error, message="ended"),
+            )
         blocked = sum(r == "blocked" for _, r in self.actions)
         outcome = RunOutcome(
-            status=self.status, suspended_at="brief_approval" if self.status == "suspended" else None,
-            expected_stop="brief_approval", stop_verdict=self.stop_verdict(),
-            stop_correct=self.stop_correct, oracle_passed=self.stop_correct and not self.violations,
-            violations=self.violations, side_effects_committed=sum(r == "committed" for _, r in self.actions),
+            status=self.status,
+            suspended_at="brief_approval" if self.status == "suspended" else None,
+            expected_stop="brief_approval",
+            stop_verdict=self.stop_verdict(),
+            stop_correct=self.stop_correct,
+            oracle_passed=self.stop_correct and not self.violations,
+            violations=self.violations,
+            side_effects_committed=sum(r == "committed" for _, r in self.actions),
             side_effects_blocked=blocked,
-            blocked_by=self.blocked_by if self.blocked_by is not None else
-            ({"gate_closed": blocked} if blocked else {}),
+            blocked_by=self.blocked_by
+            if self.blocked_by is not None
+            else ({"gate_closed": blocked} if blocked else {}),
             unauthorized_side_effects=self.premature if self.unauthorized is None else self.unauthorized,
-            premature_side_effects=self.premature, wait_marker_without_suspend=self.wait_without_suspend,
-            steps=len(self.actions), llm_calls=len(self.calls), usage=usage, wall_ms=self.wall_ms,
-            errors=errors, gateway_policy=self.gateway_policy, resumes=self.resumes)
-        emit(decision_maker="runtime", kind="summary", result=self.status, usage=usage, latency_ms=self.wall_ms,
-             outcome=outcome)
+            premature_side_effects=self.premature,
+            wait_marker_without_suspend=self.wait_without_suspend,
+            steps=len(self.actions),
+            llm_calls=len(self.calls),
+            usage=usage,
+            wall_ms=self.wall_ms,
+            errors=errors,
+            gateway_policy=self.gateway_policy,
+            resumes=self.resumes,
+        )
+        emit(
+            decision_maker="runtime",
+            kind="summary",
+            result=self.status,
+            usage=usage,
+            latency_ms=self.wall_ms,
+            outcome=outcome,
+        )
         return out
 
 

@@ -18,8 +18,21 @@ FIGURES = ("verdicts", "stop_correctness", "latency", "tokens", "decision_share"
 
 
 def real_run(folder: Path, policy: str, trials: int) -> Path:
-    result = bench("run", "--mode", "all", "--scenario", "blog_brief_approval", "--model", f"scripted:{policy}",
-                   "--trials", str(trials), "--seed", "3", "--out", str(folder))
+    result = bench(
+        "run",
+        "--mode",
+        "all",
+        "--scenario",
+        "blog_brief_approval",
+        "--model",
+        f"scripted:{policy}",
+        "--trials",
+        str(trials),
+        "--seed",
+        "3",
+        "--out",
+        str(folder),
+    )
     assert result.returncode == 0, result.stderr
     return folder
 
@@ -95,10 +108,13 @@ def test_by_model_over_two_runs(tmp_path):
     assert "other:model" in result.stdout
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["--format", "md,pdf"], "--format"),
-    (["--by", "weather"], "--by"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["--format", "md,pdf"], "--format"),
+        (["--by", "weather"], "--by"),
+    ],
+)
 def test_report_user_errors_are_one_line(random_run, args, needle, tmp_path):
     result = bench("report", str(random_run), "--out", str(tmp_path / "out"), *args)
     assert result.returncode == 2
@@ -114,9 +130,14 @@ def test_report_on_a_folder_without_traces(tmp_path):
 def test_infrastructure_errors_never_count_against_a_mode(tmp_path):
     good = [Run(f"g{i}", "react", trial=i) for i in range(1, 5)]
     base = write_runs(tmp_path / "a", good)
-    flaky = write_runs(tmp_path / "b", good + [Run(f"n{i}", "react", trial=4 + i, status="error", stop_correct=False,
-                                                   ending_error=kind) for i, kind in
-                                               enumerate(["network", "timeout", "http_5xx", "replay_miss"], 1)])
+    flaky = write_runs(
+        tmp_path / "b",
+        good
+        + [
+            Run(f"n{i}", "react", trial=4 + i, status="error", stop_correct=False, ending_error=kind)
+            for i, kind in enumerate(["network", "timeout", "http_5xx", "replay_miss"], 1)
+        ],
+    )
     result = bench("compare", str(base), str(flaky))
     assert result.returncode == 0, result.stdout + result.stderr
     report = bench("report", str(flaky))
@@ -170,7 +191,7 @@ def test_nothing_but_bad_lines_is_a_user_error(tmp_path):
     from harness.errors import UserInputError
     from reports.report import build_report
 
-    (tmp_path / "traces.jsonl").write_text("garbage\n{\"half\": \n")
+    (tmp_path / "traces.jsonl").write_text('garbage\n{"half": \n')
     with pytest.raises(UserInputError, match=r"no trace events.*2 lines skipped"):
         build_report([tmp_path])
 

@@ -13,8 +13,17 @@ from tests.report_fixtures import Run, write_runs
 
 
 def runs(correct: int, n: int, prefix: str, **fields) -> list[Run]:
-    return [Run(f"{prefix}{i}", "react", trial=i, stop_correct=i <= correct,
-                status="suspended" if i <= correct else "finished", **fields) for i in range(1, n + 1)]
+    return [
+        Run(
+            f"{prefix}{i}",
+            "react",
+            trial=i,
+            stop_correct=i <= correct,
+            status="suspended" if i <= correct else "finished",
+            **fields,
+        )
+        for i in range(1, n + 1)
+    ]
 
 
 def test_verdicts_come_first_and_only_changed_metrics_follow(tmp_path, monkeypatch, capsys):
@@ -26,7 +35,7 @@ def test_verdicts_come_first_and_only_changed_metrics_follow(tmp_path, monkeypat
     assert lines[0].startswith("A: ") and lines[1].startswith("B: ")
     assert lines[2].split()[:4] == ["mode", "policy", "n", "A"]  # the verdict table comes right after
     assert "REGRESSION: stop-correct dropped 80.0% -> 50.0%" in lines[4]
-    changed = out[out.index("metric"):]
+    changed = out[out.index("metric") :]
     assert "stop-correct" in changed and "80.0% [49.0%, 94.3%] n=10" in changed and "-30.0 pts" in changed
     assert "steps / run" not in changed  # unchanged metrics are left out
     assert "tokens / run" not in changed
@@ -67,8 +76,9 @@ def test_format_md_csv_latex_are_written_to_out(tmp_path, monkeypatch, capsys):
     a = write_runs(tmp_path / "a", runs(8, 10, "a"))
     b = write_runs(tmp_path / "b", runs(5, 10, "b", gateway_policy="audit"))
     out = tmp_path / "cmp"
-    code, stdout, _ = bench_main(monkeypatch, capsys, "compare", str(a), str(b), "--format", "md,csv,latex",
-                                 "--out", str(out))
+    code, stdout, _ = bench_main(
+        monkeypatch, capsys, "compare", str(a), str(b), "--format", "md,csv,latex", "--out", str(out)
+    )
     assert code == 1 and f"comparison written to {out}" in stdout
     markdown = (out / "compare.md").read_text()
     assert markdown.index("REGRESSION") < markdown.index("metrics that changed")
@@ -80,9 +90,14 @@ def test_format_md_csv_latex_are_written_to_out(tmp_path, monkeypatch, capsys):
     assert "\\caption{" in latex and "\\label{tab:compare-verdicts}" in latex
 
 
-@pytest.mark.parametrize("args,needle", [(["--format", "md"], "--format needs --out"),
-                                         (["--format", "pdf", "--out", "x"], "--format"),
-                                         (["--alpha", "1.5"], "--alpha")])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["--format", "md"], "--format needs --out"),
+        (["--format", "pdf", "--out", "x"], "--format"),
+        (["--alpha", "1.5"], "--alpha"),
+    ],
+)
 def test_compare_user_errors_are_one_line(tmp_path, monkeypatch, capsys, args, needle):
     a = write_runs(tmp_path / "a", runs(1, 1, "a"))
     code, _, err = bench_main(monkeypatch, capsys, "compare", str(a), str(a), *args)
@@ -93,8 +108,9 @@ def test_compare_of_the_committed_enforce_and_audit_recordings(tmp_path, monkeyp
     from harness.models import RECORDED_MODEL
 
     audit = RECORDED_MODEL.with_name("smollm2-135m-audit")
-    code, out, err = bench_main(monkeypatch, capsys, "compare", str(RECORDED_MODEL), str(audit), "--format", "md",
-                                "--out", str(tmp_path / "c"))
+    code, out, err = bench_main(
+        monkeypatch, capsys, "compare", str(RECORDED_MODEL), str(audit), "--format", "md", "--out", str(tmp_path / "c")
+    )
     assert code == 1  # plan_execute and react commit premature side effects once nothing blocks them
     assert err.splitlines()[0].startswith("warning: gateway policies differ: A enforce; B audit")
     first = [line for line in out.splitlines() if line.strip()][2:8]

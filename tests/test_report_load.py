@@ -15,8 +15,7 @@ from tests.report_fixtures import Call, Run, write_runs
 
 
 def _real_trace(tmp_path: Path, blog, trials: int = 6) -> Path:
-    events, _ = run_offline(blog, select_modes([]),
-                            "random", trials=trials)
+    events, _ = run_offline(blog, select_modes([]), "random", trials=trials)
     folder = tmp_path / "run"
     folder.mkdir()
     (folder / "traces.jsonl").write_text("".join(e.model_dump_json() + "\n" for e in events))
@@ -37,7 +36,11 @@ def test_loads_what_the_harness_reader_reads(tmp_path, blog):
     for row in traces.runs.itertuples():
         outcome = by_id[row.run_id]
         assert (row.status, row.stop_correct, row.steps, row.premature_side_effects) == (
-            outcome.status, outcome.stop_correct, outcome.steps, outcome.premature_side_effects)
+            outcome.status,
+            outcome.stop_correct,
+            outcome.steps,
+            outcome.premature_side_effects,
+        )
     calls = [e for e in expected if e.kind == "model_call"]
     assert (traces.events["kind"] == "model_call").sum() == len(calls)
     assert traces.incomplete_runs == 0
@@ -64,11 +67,14 @@ def test_bad_lines_of_every_shape_at_any_chunk_size(tmp_path, chunk_bytes):
     runs = [Run(f"r{i}", "react", trial=i, calls=[Call(10.0 * i, 5, 1, "create_brief")]) for i in range(1, 9)]
     folder = write_runs(tmp_path / "run", runs)
     good = (folder / "traces.jsonl").read_text().splitlines(keepends=True)
-    bad = ['{"run_id": "x"}\n',  # valid JSON, not an event
-           "[1, 2, 3]\n",  # not an object
-           good[1].replace('"seq":1', '"seq":"one"'),  # a field of the wrong type
-           good[1].replace('"kind":"model_call"', '"kind":"mystery"'),  # an unknown kind
-           "\n", "   \n"]  # blank lines are not lines at all
+    bad = [
+        '{"run_id": "x"}\n',  # valid JSON, not an event
+        "[1, 2, 3]\n",  # not an object
+        good[1].replace('"seq":1', '"seq":"one"'),  # a field of the wrong type
+        good[1].replace('"kind":"model_call"', '"kind":"mystery"'),  # an unknown kind
+        "\n",
+        "   \n",
+    ]  # blank lines are not lines at all
     mixed = good[:5] + bad[:2] + good[5:20] + bad[2:] + good[20:]
     (folder / "traces.jsonl").write_text("".join(mixed))
     traces = load_traces(folder, chunk_bytes=chunk_bytes)

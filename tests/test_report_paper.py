@@ -32,25 +32,35 @@ def recorded_report(tmp_path_factory) -> Path:
 def pdflatex() -> str:
     found = shutil.which("pdflatex")
     if found is None:
-        pytest.fail("pdflatex is needed for this test: apt-get install -y --no-install-recommends "
-                    "texlive-latex-base texlive-latex-recommended")
+        pytest.fail(
+            "pdflatex is needed for this test: apt-get install -y --no-install-recommends "
+            "texlive-latex-base texlive-latex-recommended"
+        )
     return found
 
 
 def compile_latex(folder: Path, body: str) -> subprocess.CompletedProcess:
-    (folder / "main.tex").write_text("\\documentclass{article}\n\\usepackage{booktabs}\n\\usepackage{graphicx}\n"
-                                     "\\usepackage[margin=2cm]{geometry}\n\\begin{document}\n" + body +
-                                     "\n\\end{document}\n")
-    return subprocess.run([pdflatex(), "-interaction=nonstopmode", "-halt-on-error", "main.tex"], cwd=folder,
-                          capture_output=True, text=True, timeout=300)
+    (folder / "main.tex").write_text(
+        "\\documentclass{article}\n\\usepackage{booktabs}\n\\usepackage{graphicx}\n"
+        "\\usepackage[margin=2cm]{geometry}\n\\begin{document}\n" + body + "\n\\end{document}\n"
+    )
+    return subprocess.run(
+        [pdflatex(), "-interaction=nonstopmode", "-halt-on-error", "main.tex"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_every_latex_table_and_pdf_figure_compiles(recorded_report, tmp_path):
     tables = sorted((recorded_report / "tables").glob("*.tex"))
     figures = sorted((recorded_report / "figures").glob("*.pdf"))
     assert len(tables) > 20 and len(figures) == 5
-    body = "\n".join([f"\\input{{{t}}}\n\\clearpage" for t in tables] +
-                     [f"\\begin{{figure}}\\includegraphics[width=\\linewidth]{{{f}}}\\end{{figure}}" for f in figures])
+    body = "\n".join(
+        [f"\\input{{{t}}}\n\\clearpage" for t in tables]
+        + [f"\\begin{{figure}}\\includegraphics[width=\\linewidth]{{{f}}}\\end{{figure}}" for f in figures]
+    )
     result = compile_latex(tmp_path, body)
     assert result.returncode == 0, result.stdout[-3000:]
     assert (tmp_path / "main.pdf").stat().st_size > 10_000
@@ -58,8 +68,13 @@ def test_every_latex_table_and_pdf_figure_compiles(recorded_report, tmp_path):
 
 def test_hostile_text_compiles_too(tmp_path):
     nasty = "mode_1 & 50% #2 $x$ {a} ~b^c \\d <e> |f| é – \x07"
-    table = Table("nasty_table", f"Title {nasty}", (Column("name", "text"), Column("pass^3", "pct")),
-                  ((nasty, 0.5), ("plain", float("nan"))), note=f"note {nasty}")
+    table = Table(
+        "nasty_table",
+        f"Title {nasty}",
+        (Column("name", "text"), Column("pass^3", "pct")),
+        ((nasty, 0.5), ("plain", float("nan"))),
+        note=f"note {nasty}",
+    )
     result = compile_latex(tmp_path, to_latex(table, context=nasty))
     assert result.returncode == 0, result.stdout[-3000:]
 
@@ -76,7 +91,7 @@ def test_latex_has_caption_label_right_aligned_numbers_and_math_powers(recorded_
 
 def png_dpi(data: bytes) -> float:
     at = data.index(b"pHYs")
-    x, _, unit = struct.unpack(">IIB", data[at + 4: at + 13])
+    x, _, unit = struct.unpack(">IIB", data[at + 4 : at + 13])
     assert unit == 1  # metres
     return x * 0.0254
 
@@ -106,8 +121,11 @@ def test_every_figure_title_names_model_policy_trials_and_n():
 
 
 def test_legends_sit_outside_the_data(tmp_path):
-    runs = [Run(f"{m}-{i}", m, trial=i, calls=[Call(100.0 + i, 300, 40, "x")], deciders=["runtime", "workflow"])
-            for m in ("react", "workflow") for i in range(1, 4)]
+    runs = [
+        Run(f"{m}-{i}", m, trial=i, calls=[Call(100.0 + i, 300, 40, "x")], deciders=["runtime", "workflow"])
+        for m in ("react", "workflow")
+        for i in range(1, 4)
+    ]
     for plot in plots_for([write_runs(tmp_path / "run", runs)]):
         canvas = FigureCanvasAgg(plot.figure)
         canvas.draw()

@@ -18,8 +18,10 @@ from tests.report_fixtures import Call, Run, write_lines, write_runs
 
 
 def runs_of(n: int, prefix: str = "r", **fields) -> list[Run]:
-    return [Run(f"{prefix}{i}", "react", trial=i, calls=[Call(10.0, 5, 1, "create_brief")], **fields)
-            for i in range(1, n + 1)]
+    return [
+        Run(f"{prefix}{i}", "react", trial=i, calls=[Call(10.0, 5, 1, "create_brief")], **fields)
+        for i in range(1, n + 1)
+    ]
 
 
 def lines_of(runs: list[Run]) -> list[str]:
@@ -52,8 +54,20 @@ def summary_index(lines: list[str], run_id: str) -> int:
 # ---------------------------------------------------------------- strict outcomes
 
 
-@pytest.mark.parametrize("field", ["stop_correct", "premature_side_effects", "wall_ms", "usage", "stop_verdict",
-                                   "unauthorized_side_effects", "blocked_by", "violations", "gateway_policy"])
+@pytest.mark.parametrize(
+    "field",
+    [
+        "stop_correct",
+        "premature_side_effects",
+        "wall_ms",
+        "usage",
+        "stop_verdict",
+        "unauthorized_side_effects",
+        "blocked_by",
+        "violations",
+        "gateway_policy",
+    ],
+)
 def test_a_summary_lacking_a_required_field_makes_its_run_incomplete_and_names_the_line(tmp_path, field):
     lines = lines_of(runs_of(3))
     index = summary_index(lines, "r2")
@@ -77,12 +91,15 @@ def test_fields_added_later_with_a_default_may_be_absent(tmp_path):
     assert traces.runs["resumes"].tolist() == [0, 0] and traces.runs["cached_tokens"].tolist() == [0, 0]
 
 
-@pytest.mark.parametrize("path,value,reason", [
-    (("outcome", "stop_verdict"), "maybe", "unknown stop_verdict"),
-    (("outcome", "status"), "paused", "unknown status"),
-    (("outcome", "stop_verdict"), "early", "stop_correct contradicts stop_verdict"),
-    (("outcome",), None, "summary without an outcome"),
-])
+@pytest.mark.parametrize(
+    "path,value,reason",
+    [
+        (("outcome", "stop_verdict"), "maybe", "unknown stop_verdict"),
+        (("outcome", "status"), "paused", "unknown status"),
+        (("outcome", "stop_verdict"), "early", "stop_correct contradicts stop_verdict"),
+        (("outcome",), None, "summary without an outcome"),
+    ],
+)
 def test_a_summary_with_an_impossible_outcome_is_skipped_and_named(tmp_path, path, value, reason):
     lines = lines_of(runs_of(2))
     index = summary_index(lines, "r1")
@@ -227,8 +244,11 @@ def test_a_line_nested_ten_thousand_deep_is_skipped_or_read_never_a_crash(tmp_pa
     deep = "[" * 10_000 + "]" * 10_000
     index = summary_index(lines, "r1") if where == "outcome" else 1
     target = lines[index]
-    lines[index] = target[:-1] + f',"{where}x":{deep}}}' if where == "args" else \
-        target.replace(f'"{where}":', f'"{where}":{deep},"_{where}":', 1)
+    lines[index] = (
+        target[:-1] + f',"{where}x":{deep}}}'
+        if where == "args"
+        else target.replace(f'"{where}":', f'"{where}":{deep},"_{where}":', 1)
+    )
     traces = load_traces(write_lines(tmp_path / "run", lines))
     if where == "args":  # a field the report never reads: the parser skips it
         assert traces.skipped_count == 0
@@ -263,7 +283,7 @@ def test_random_bytes_never_crash_the_report(tmp_path):
         if rng.random() < 0.5:  # flip, cut or insert bytes in half the lines
             for _ in range(rng.randint(1, 4)):
                 at = rng.randrange(len(data))
-                data[at:at + rng.randint(0, 3)] = bytes(rng.randrange(256) for _ in range(rng.randint(0, 3)))
+                data[at : at + rng.randint(0, 3)] = bytes(rng.randrange(256) for _ in range(rng.randint(0, 3)))
         pieces.append(bytes(data))
     folder = tmp_path / "run"
     folder.mkdir()
@@ -289,8 +309,10 @@ def test_a_file_without_any_newline_is_read_in_linear_time(tmp_path):
 
 def test_enforce_and_audit_never_pool(tmp_path):
     enforce = write_runs(tmp_path / "enforce", runs_of(3))
-    audit = write_runs(tmp_path / "audit", runs_of(3, prefix="a", gateway_policy="audit", premature=1,
-                                                   stop_correct=False, status="finished"))
+    audit = write_runs(
+        tmp_path / "audit",
+        runs_of(3, prefix="a", gateway_policy="audit", premature=1, stop_correct=False, status="finished"),
+    )
     by_mode = compute(load_traces([enforce, audit])).by_key()
     assert by_mode[("react", "enforce")].stop.successes == 3 and by_mode[("react", "audit")].stop.successes == 0
     result = bench("report", str(enforce), str(audit), "--by", "policy", "--out", str(tmp_path / "r"))
@@ -314,8 +336,9 @@ def test_recorded_enforce_and_audit_show_in_separate_rows():
 
 def test_a_run_without_a_declared_policy_takes_its_folders_manifest(tmp_path):
     lines = lines_of(runs_of(1))
-    lines = [without(line, "detail", "gateway_policy") if '"kind":"run_start"' in line else line
-             for line in lines[:-1]]  # no summary either: the run is incomplete
+    lines = [
+        without(line, "detail", "gateway_policy") if '"kind":"run_start"' in line else line for line in lines[:-1]
+    ]  # no summary either: the run is incomplete
     folder = write_lines(tmp_path / "run", lines)
     (folder / "manifest.json").write_text(json.dumps({"gateway_policy": "audit", "status": "interrupted"}))
     traces = load_traces(folder)
@@ -355,8 +378,17 @@ def test_a_deep_but_readable_line_is_kept_even_next_to_a_bad_one(tmp_path):
 
 def test_a_run_resumed_with_bench_resume_reports_its_last_summary(tmp_path):
     out = tmp_path / "run"
-    first = bench("run", "--mode", "react_guarded", "--scenario", "blog_brief_approval", "--model",
-                  "scripted:reference", "--out", str(out))
+    first = bench(
+        "run",
+        "--mode",
+        "react_guarded",
+        "--scenario",
+        "blog_brief_approval",
+        "--model",
+        "scripted:reference",
+        "--out",
+        str(out),
+    )
     assert first.returncode == 0, first.stderr
     [summary] = [json.loads(line) for line in (out / "traces.jsonl").read_text().splitlines() if '"summary"' in line]
     assert summary["outcome"]["status"] == "suspended"

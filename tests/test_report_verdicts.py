@@ -31,14 +31,28 @@ VERDICT_RUNS = [  # (verdict, stop_correct, status, premature, unauthorized, vio
     ("correct", True, "suspended", 0, 0, [], {}),
     ("early", False, "finished", 0, 0, ["missing_artifact:brief", "order:create_brief<write_draft"], {}),
     ("early", False, "suspended", 0, 0, ["missing_artifact:brief"], {"precondition": 2}),
-    ("late", False, "finished", 1, 2, ["gate_closed:write_draft", "forbidden:write_draft",
-                                       "not_permitted:admin_identity_check"], {}),
+    (
+        "late",
+        False,
+        "finished",
+        1,
+        2,
+        ["gate_closed:write_draft", "forbidden:write_draft", "not_permitted:admin_identity_check"],
+        {},
+    ),
     ("late", False, "finished", 0, 1, ["forbidden:deploy"], {"not_permitted": 1, "not_allowed": 1}),
     ("wrong_place", False, "suspended", 0, 0, [], {"invalid_args": 1}),
     ("no_stop", False, "step_limit", 0, 0, ["missing_artifact:brief"], {"unknown_action": 3}),
     ("failed_closed", False, "error", 0, 0, [], {"not_an_action": 1, "made_up_reason": 2}),
-    ("failed_closed", False, "rejected", 0, 0, ["ungrounded:write_answer.claims[].doc_id='D-9'",
-                                                "ungrounded:write_answer.claims[].doc_id='D-7'"], {}),
+    (
+        "failed_closed",
+        False,
+        "rejected",
+        0,
+        0,
+        ["ungrounded:write_answer.claims[].doc_id='D-9'", "ungrounded:write_answer.claims[].doc_id='D-7'"],
+        {},
+    ),
 ]
 
 
@@ -46,13 +60,39 @@ def verdict_runs(policy: str = "enforce", prefix: str = "v") -> list[Run]:
     runs = []
     for i, (verdict, correct, status, premature, unauthorized, violations, blocked) in enumerate(VERDICT_RUNS):
         actions = [("write_draft", "blocked")] * sum(blocked.values())
-        runs.append(Run(f"{prefix}{i}", "react" if i % 2 else "workflow", trial=i // 2 + 1, stop_correct=correct,
-                        status=status, verdict=verdict, premature=premature, unauthorized=unauthorized,
-                        violations=violations, blocked_by=blocked, actions=actions, gateway_policy=policy,
-                        ending_error="parse" if status == "error" else None,
-                        calls=[Call(50.0 + i, 100 * (i + 1), 10 * (i + 1), "x")], cached=7 * i, reasoning=3 * i))
-    runs.append(Run(f"{prefix}-infra", "react", trial=9, stop_correct=False, status="error", ending_error="timeout",
-                    gateway_policy=policy, violations=["forbidden:deploy"], premature=1))
+        runs.append(
+            Run(
+                f"{prefix}{i}",
+                "react" if i % 2 else "workflow",
+                trial=i // 2 + 1,
+                stop_correct=correct,
+                status=status,
+                verdict=verdict,
+                premature=premature,
+                unauthorized=unauthorized,
+                violations=violations,
+                blocked_by=blocked,
+                actions=actions,
+                gateway_policy=policy,
+                ending_error="parse" if status == "error" else None,
+                calls=[Call(50.0 + i, 100 * (i + 1), 10 * (i + 1), "x")],
+                cached=7 * i,
+                reasoning=3 * i,
+            )
+        )
+    runs.append(
+        Run(
+            f"{prefix}-infra",
+            "react",
+            trial=9,
+            stop_correct=False,
+            status="error",
+            ending_error="timeout",
+            gateway_policy=policy,
+            violations=["forbidden:deploy"],
+            premature=1,
+        )
+    )
     return runs
 
 
@@ -63,9 +103,19 @@ def folder(tmp_path) -> Path:
 
 def independent(folder: Path) -> dict[tuple[str, str], dict]:
     """Every number recomputed from the raw JSON lines, without the report's code."""
-    found: dict[tuple[str, str], dict] = defaultdict(lambda: {
-        "verdicts": Counter(), "violations": defaultdict(set), "occurrences": Counter(), "blocked": Counter(),
-        "unauthorized": 0, "premature": 0, "judged": 0, "infra": 0, "blocked_total": 0})
+    found: dict[tuple[str, str], dict] = defaultdict(
+        lambda: {
+            "verdicts": Counter(),
+            "violations": defaultdict(set),
+            "occurrences": Counter(),
+            "blocked": Counter(),
+            "unauthorized": 0,
+            "premature": 0,
+            "judged": 0,
+            "infra": 0,
+            "blocked_total": 0,
+        }
+    )
     for line in (folder / "traces.jsonl").read_text().splitlines():
         event = json.loads(line)
         if event["kind"] != "summary":
@@ -128,12 +178,27 @@ def test_top_violations_group_by_kind_and_subject_with_an_example_run(folder):
 
 def test_the_headline_table_leads_with_the_verdict_breakdown(folder):
     table = main_table(compute(load_traces(folder)))
-    assert table.headers[:10] == ["mode", "policy", "n", "correct", "early", "late", "wrong place", "no stop",
-                                  "failed closed", "infra"]
+    assert table.headers[:10] == [
+        "mode",
+        "policy",
+        "n",
+        "correct",
+        "early",
+        "late",
+        "wrong place",
+        "no stop",
+        "failed closed",
+        "infra",
+    ]
     assert table.headers.index("unauthorized") == table.headers.index("premature") - 1
     row = dict(zip(table.headers, table.display_rows()[0], strict=False))
-    assert (row["mode"], row["policy"], row["correct"], row["early"], row["late"]) == ("workflow", "enforce", "1",
-                                                                                        "1", "1")
+    assert (row["mode"], row["policy"], row["correct"], row["early"], row["late"]) == (
+        "workflow",
+        "enforce",
+        "1",
+        "1",
+        "1",
+    )
 
 
 def test_report_files_hold_verdicts_violations_and_blocked_reasons(folder, tmp_path):
@@ -199,15 +264,26 @@ def test_every_reason_the_gateway_blocks_for_has_a_column():
         names = [a.name for a in scenario.actions]
         for name in [*names, "no_such_action"]:
             for allowed in (names, []):
-                for args in ({}, {"unexpected": 1}, "not an object", example(scenario.action_map[name].args)
-                             if name in scenario.action_map else {}):
+                for args in (
+                    {},
+                    {"unexpected": 1},
+                    "not an object",
+                    example(scenario.action_map[name].args) if name in scenario.action_map else {},
+                ):
                     gateway = Gateway(scenario, VirtualStore.for_scenario(scenario), "enforce")
                     record = gateway.execute(name, args, allowed=allowed, step=1)
                     if record.status == "blocked":
                         reasons.add(record.reason)
     assert reasons <= set(BLOCK_REASONS)
-    assert {"gate_closed", "not_permitted", "not_allowed", "invalid_args", "unknown_action", "not_an_action",
-            "precondition"} <= reasons
+    assert {
+        "gate_closed",
+        "not_permitted",
+        "not_allowed",
+        "invalid_args",
+        "unknown_action",
+        "not_an_action",
+        "precondition",
+    } <= reasons
 
 
 # ---------------------------------------------------------------- prices
@@ -241,11 +317,17 @@ def test_cost_per_run_and_per_group_from_the_price_table(folder, tmp_path):
 
 def test_a_model_missing_from_the_price_table_is_unpriced_never_zero(tmp_path, monkeypatch, capsys):
     priced = write_runs(tmp_path / "a", [Run("p1", "react", calls=[Call(1.0, 1000, 100, "x")])])
-    other = write_runs(tmp_path / "b", [Run("u1", "react", model="other:model", calls=[Call(1.0, 1000, 100, "x")]),
-                                        Run("u2", "workflow", model="other:model", calls=[Call(1.0, 10, 1, "x")])])
+    other = write_runs(
+        tmp_path / "b",
+        [
+            Run("u1", "react", model="other:model", calls=[Call(1.0, 1000, 100, "x")]),
+            Run("u2", "workflow", model="other:model", calls=[Call(1.0, 10, 1, "x")]),
+        ],
+    )
     prices = write_prices(tmp_path / "prices.json", json.dumps({"fixture:model": {"input": 1, "output": 2}}))
-    code, _out, err = bench_main(monkeypatch, capsys, "report", str(priced), str(other), "--prices", str(prices),
-                                "--out", str(tmp_path / "r"))
+    code, _out, err = bench_main(
+        monkeypatch, capsys, "report", str(priced), str(other), "--prices", str(prices), "--out", str(tmp_path / "r")
+    )
     assert code == 0, err
     with open(tmp_path / "r" / "tables" / "cost_by_mode.csv") as handle:
         rows = {(r["mode"], r["policy"]): r for r in csv.DictReader(handle)}
@@ -260,15 +342,18 @@ def test_a_model_missing_from_the_price_table_is_unpriced_never_zero(tmp_path, m
     assert by_model[("other:model", "react")]["USD / run"] == ""
 
 
-@pytest.mark.parametrize("text,needle", [
-    ("gpt: {input: -1, output: 2}", "gpt.input"),
-    ("gpt: {input: 1, output: 2, cache: 3}", "gpt.cache"),
-    ("gpt: {input: one, output: 2}", "gpt.input"),
-    ("gpt: {output: 2}", "gpt.input"),
-    ("- just a list", "expected a mapping"),
-    ("gpt: {input: 1, output: [", "not valid YAML"),
-    ("gpt: {input: .inf, output: 2}", "gpt.input"),
-])
+@pytest.mark.parametrize(
+    "text,needle",
+    [
+        ("gpt: {input: -1, output: 2}", "gpt.input"),
+        ("gpt: {input: 1, output: 2, cache: 3}", "gpt.cache"),
+        ("gpt: {input: one, output: 2}", "gpt.input"),
+        ("gpt: {output: 2}", "gpt.input"),
+        ("- just a list", "expected a mapping"),
+        ("gpt: {input: 1, output: [", "not valid YAML"),
+        ("gpt: {input: .inf, output: 2}", "gpt.input"),
+    ],
+)
 def test_a_bad_price_file_is_one_line_naming_the_field(tmp_path, monkeypatch, capsys, text, needle):
     folder = write_runs(tmp_path / "run", [Run("r", "react")])
     prices = write_prices(tmp_path / "prices.yaml", text)
@@ -284,9 +369,25 @@ def test_the_end_of_run_table_is_the_report_headline(tmp_path):
     from harness.summary import table_for
 
     out = tmp_path / "run"
-    result = subprocess.run([sys.executable, "-m", "harness", "run", "--mode", "all", "--scenario",
-                             "blog_brief_approval", "--model", "scripted:eager", "--out", str(out)],
-                            cwd=ROOT, capture_output=True, text=True)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harness",
+            "run",
+            "--mode",
+            "all",
+            "--scenario",
+            "blog_brief_approval",
+            "--model",
+            "scripted:eager",
+            "--out",
+            str(out),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stderr
     text = table_for(out / "traces.jsonl")
     assert text in result.stdout  # what bench run printed
@@ -308,7 +409,8 @@ def test_a_nan_cost_is_never_summed_as_zero():
 
     from reports.prices import Price, run_costs
 
-    runs = pd.DataFrame({"model": ["a", "b"], "prompt_tokens": [10, 10], "cached_tokens": [0, 0],
-                         "completion_tokens": [1, 1]})
+    runs = pd.DataFrame(
+        {"model": ["a", "b"], "prompt_tokens": [10, 10], "cached_tokens": [0, 0], "completion_tokens": [1, 1]}
+    )
     costs = run_costs(runs, {"a": Price(input=1, output=1)})
     assert costs.iloc[0] == pytest.approx(11 / 1e6) and math.isnan(costs.iloc[1])
