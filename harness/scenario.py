@@ -27,6 +27,7 @@ from harness.errors import ScenarioError, UnknownNameError, UserInputError
 from harness.paths import MISSING, PATH_PATTERN, lookup
 from harness.safe_yaml import read_yaml
 from harness.scenario_checks import check_references
+from harness.schemas import SchemaCheck
 
 NAME_PATTERN = r"^[a-z][a-z0-9_]*$"
 MAX_STEPS = 1_000  # bounds that keep a looping model from writing trace forever
@@ -207,6 +208,11 @@ class ActionSpec(_Strict):
         if value.get("type") != "object":
             raise ValueError("must be a JSON Schema of type 'object'")
         return value
+
+    @cached_property
+    def validator(self) -> SchemaCheck:
+        """The argument schema compiled once: the gateway checks every proposed call against it."""
+        return SchemaCheck(self.args)
 
     @property
     def is_side_effect(self) -> bool:
