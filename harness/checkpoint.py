@@ -107,6 +107,15 @@ class CheckpointStore:
         self.path = folder / CHECKPOINT_FILE
 
     @contextmanager
+    def _reading(self) -> Iterator[sqlite3.Connection]:
+        """A connection for reading what another process wrote: a damaged file is one line, not a traceback."""
+        try:
+            with self._connect() as db:
+                yield db
+        except sqlite3.DatabaseError as exc:
+            raise UserInputError(f"{self.path}: not a readable checkpoint database ({exc})") from None
+
+    @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
         with closing(sqlite3.connect(self.path, timeout=30.0)) as connection:
             connection.execute("PRAGMA journal_mode=WAL")
@@ -132,7 +141,7 @@ class CheckpointStore:
         """The run's checkpoint, checked against its digest; None when the run never suspended."""
         if not self.path.exists():
             return None
-        with self._connect() as db:
+        with self._reading() as db:
             row = db.execute(
                 "SELECT status, pending_gate, body, digest FROM checkpoints WHERE run_id = ?", (run_id,)
             ).fetchone()
@@ -141,7 +150,7 @@ class CheckpointStore:
         status, pending_gate, body, digest = row
         try:
             checkpoint = Checkpoint.model_validate_json(body)
-        except ValidationError:
+        except (ValidationError, TypeError, ValueError):  # a body that is not the JSON text bench wrote
             raise UserInputError(f"{self.path}: the checkpoint of run {run_id} does not read; it was edited") from None
         if checkpoint.digest() != digest or (checkpoint.status, checkpoint.pending_gate) != (status, pending_gate):
             raise UserInputError(
@@ -154,7 +163,7 @@ class CheckpointStore:
         """(run id, pending gate) of every run waiting for a decision."""
         if not self.path.exists():
             return []
-        with self._connect() as db:
+        with self._reading() as db:
             rows = db.execute(
                 "SELECT run_id, pending_gate FROM checkpoints WHERE status = 'suspended' ORDER BY run_id"
             ).fetchall()

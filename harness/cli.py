@@ -12,10 +12,19 @@ from typer.exceptions import Abort, TyperException
 from tabulate import tabulate
 
 from harness.errors import UserInputError
+from harness.exit_status import BAD_INPUT
 from harness.progress import MatrixProgress
+from harness.terminal import printable
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Measure how agent control modes behave when rules conflict.")
+
+
+def _echo(text: str = "", *, err: bool = False, nl: bool = True) -> None:
+    """Everything bench prints goes through here: model answers, endpoint errors and file text are data, and an
+    escape sequence in them must not retitle the terminal or rewrite what was printed. On stderr, one line each:
+    a newline inside a message must not forge the next one."""
+    typer.echo(printable(text, one_line=err), err=err, nl=nl)
 
 
 ScenariosDir = Annotated[Optional[Path], typer.Option("--scenarios-dir", help="Folder of scenario YAML files.")]
@@ -27,10 +36,10 @@ def list_command(scenarios_dir: ScenariosDir = None) -> None:
     from harness.run import catalog
 
     found = catalog(scenarios_dir)
-    typer.echo(tabulate(found.modes, headers=["mode", "what it does", "who decides the next step",
+    _echo(tabulate(found.modes, headers=["mode", "what it does", "who decides the next step",
                                               "who can really stop the run"], tablefmt="simple"))
-    typer.echo()
-    typer.echo(tabulate(found.scenarios, headers=["scenario", "title", "correct stop"], tablefmt="simple"))
+    _echo()
+    _echo(tabulate(found.scenarios, headers=["scenario", "title", "correct stop"], tablefmt="simple"))
 
 
 @app.command("check-scenarios")
@@ -42,11 +51,11 @@ def check_scenarios_command(scenarios_dir: ScenariosDir = None) -> None:
     rows = [[r.scenario, r.reference.suspended_at or r.reference.status,
              f"{sum(e.met for e in r.expectations)}/{len(r.expectations)}", "ok" if r.passed else "FAILED"]
             for r in reports]
-    typer.echo(tabulate(rows, headers=["scenario", "reference stops at", "eager verdicts met", "sanity"],
+    _echo(tabulate(rows, headers=["scenario", "reference stops at", "eager verdicts met", "sanity"],
                         tablefmt="simple"))
     for report in reports:
         for problem in report.problems:
-            typer.echo(f"{report.scenario}: {problem}", err=True)
+            _echo(f"{report.scenario}: {problem}", err=True)
     if not all(report.passed for report in reports):
         raise typer.Exit(1)
 
@@ -56,7 +65,7 @@ def schema_command() -> None:
     """Print the scenario format as JSON Schema (the shipped scenarios/schema/scenario.schema.json)."""
     from harness.run import scenario_schema_text
 
-    typer.echo(scenario_schema_text(), nl=False)
+    _echo(scenario_schema_text(), nl=False)
 
 
 @app.command("run")
@@ -105,10 +114,9 @@ def run_command(
     with MatrixProgress() as progress:
         result = run(spec, on_done=lambda cell, outcome: progress.done(outcome), notify=_note,
                      on_plan=lambda matrix: progress.plan(matrix.size))
-    typer.echo(table_for(result.traces))
-    typer.echo(f"\n{result.manifest.runs} runs, traces in {result.traces}")
-    if result.interrupted:
-        _interrupted(result.stop.exit_code)
+    _echo(table_for(result.traces))
+    _echo(f"\n{result.manifest.runs} runs, traces in {result.traces}")
+    _exit_with(result.exit_status())
 
 
 def _model_alias(model: str | None, live: bool, local_model: bool) -> str | None:
@@ -120,12 +128,18 @@ def _model_alias(model: str | None, live: bool, local_model: bool) -> str | None
 
 
 def _note(line: str) -> None:
-    typer.echo(line, err=True)
+    _echo(line, err=True)
 
 
-def _interrupted(code: int) -> None:
-    typer.echo("interrupted; finished trace lines are kept and the manifest says interrupted", err=True)
-    raise typer.Exit(code)
+def _exit_with(status: tuple[int, str] | None) -> None:
+    """Prints the line that goes with how the runs ended (a signal, nothing judged, mostly not judged) and exits
+    with its code; a warning (code 0) only prints."""
+    if status is None:
+        return
+    code, line = status
+    _echo(line, err=True)
+    if code:
+        raise typer.Exit(code)
 
 
 @app.command("replay")
@@ -143,17 +157,21 @@ def replay_command(
                        on_plan=lambda matrix: progress.plan(matrix.size))
     for note in check.notes:
         _note(f"note: {note}")
+    status = check.result.exit_status()
     if check.result.interrupted:
-        _interrupted(check.result.stop.exit_code)
+        _exit_with(status)
     runs = check.result.manifest.runs
     if not check.divergences:
-        typer.echo(f"replay of {folder}: {runs} runs, every run's events and outcome match the recording; "
-                   f"the replay is in {check.result.folder}")
+        _echo(f"replay of {folder}: {runs} runs, every run's events and outcome match the recording; "
+              f"the replay is in {check.result.folder}")
+        _exit_with(status)  # a faithful replay of runs that all failed in the plumbing still measured nothing
         return
     for divergence in check.divergences:
-        typer.echo(divergence.describe())
-    typer.echo(f"\n{len(check.divergences)} runs differ from the recording in {folder}; "
-               f"the replay is in {check.result.folder}")
+        _echo(divergence.describe())
+    _echo(f"\n{len(check.divergences)} runs differ from the recording in {folder}; "
+          f"the replay is in {check.result.folder}")
+    if status is not None:
+        _echo(status[1].replace("error: ", "note: ", 1), err=True)  # drift decides the exit code
     raise typer.Exit(1)
 
 
@@ -169,11 +187,11 @@ def probe_command(
 
     description, rows = probe_endpoint("local" if local_model else model, env=os.environ, provider=provider,
                                        timeout_s=timeout, notify=_note)
-    typer.echo(description)
-    typer.echo(tabulate([[r.capability, r.verdict, r.detail] for r in rows],
+    _echo(description)
+    _echo(tabulate([[r.capability, r.verdict, r.detail] for r in rows],
                         headers=["capability", "answer", "detail"], tablefmt="simple"))
     if not any(r.verdict == "yes" for r in rows):
-        typer.echo("error: the endpoint accepted none of the probes", err=True)
+        _echo("error: the endpoint accepted none of the probes", err=True)
         raise typer.Exit(1)
 
 
@@ -199,10 +217,9 @@ def resume_command(
                     gate=gate, env=os.environ, scenarios_dir=scenarios_dir, notify=_note)
     outcome = result.outcome
     where = f" at {outcome.suspended_at}" if outcome.suspended_at else ""
-    typer.echo(f"run {run}: {outcome.status}{where}; stop verdict {outcome.stop_verdict}; "
-               f"{outcome.resumes} decision(s) so far; trace in {result.traces}")
-    if outcome.status == "interrupted":
-        _interrupted(result.stop.exit_code)
+    _echo(f"run {run}: {outcome.status}{where}; stop verdict {outcome.stop_verdict}; "
+          f"{outcome.resumes} decision(s) so far; trace in {result.traces}")
+    _exit_with(result.exit_status())
 
 
 @app.command("serve-model")
@@ -214,20 +231,20 @@ def serve_model_command(
 
     if port is not None and not 0 < port < 65536:
         raise UserInputError(f"--port must be between 1 and 65535, got {port}")
-    typer.echo("starting the bundled model server (SmolLM2-135M, llama.cpp) ...", err=True)
+    _echo("starting the bundled model server (SmolLM2-135M, llama.cpp) ...", err=True)
     stop = StopRequest()
     server = model_server(port)
     try:
         with stop.installed():  # SIGTERM unwinds like Ctrl-C, so the server is always stopped
             server.start()
-            typer.echo(f"export LLM_API_URL={server.base_url}")
-            typer.echo(f"export LLM_MODEL={server.model}")
-            typer.echo("export LLM_API_KEY=local  # the local server checks no key; any value will do")
-            typer.echo("serving; Ctrl-C stops the server", err=True)
+            _echo(f"export LLM_API_URL={server.base_url}")
+            _echo(f"export LLM_MODEL={server.model}")
+            _echo("export LLM_API_KEY=local  # the local server checks no key; any value will do")
+            _echo("serving; Ctrl-C stops the server", err=True)
             code = server.wait()
             raise UserInputError(f"the local model server exited with code {code}: {server.log_tail()}")
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the normal way to stop serving
-        typer.echo("server stopped", err=True)
+        _echo("server stopped", err=True)
     finally:
         server.stop()
 
@@ -248,11 +265,11 @@ def report_command(
     price_table = load_prices(prices) if prices is not None else None
     result = build_report(dirs, out, parse_formats(formats), parse_grouping(by), price_table)
     for line in result.warnings:
-        typer.echo(f"warning: {line}", err=True)
+        _echo(f"warning: {line}", err=True)
     for line in result.header:
-        typer.echo(f"note: {line}")
-    typer.echo(to_terminal(result.main))
-    typer.echo(f"\n{result.lines} lines read, {len(result.skipped)} skipped; {result.runs} runs "
+        _echo(f"note: {line}")
+    _echo(to_terminal(result.main))
+    _echo(f"\n{result.lines} lines read, {len(result.skipped)} skipped; {result.runs} runs "
                f"({result.incomplete} incomplete); report in {result.out}")
 
 
@@ -277,19 +294,19 @@ def compare_command(
     chosen = parse_compare_formats(formats) if formats is not None else list(COMPARE_FORMATS)
     comparison = compare([dir_a], [dir_b], parse_grouping(by), alpha)
     for line in comparison.warnings:
-        typer.echo(f"warning: {line}", err=True)
+        _echo(f"warning: {line}", err=True)
     for line in comparison.sides:
-        typer.echo(line)
-    typer.echo()
-    typer.echo(to_terminal(comparison.verdicts()))
+        _echo(line)
+    _echo()
+    _echo(to_terminal(comparison.verdicts()))
     changed = comparison.table()
-    typer.echo()
-    typer.echo(to_terminal(changed) if changed.rows else "no metric changed")
+    _echo()
+    _echo(to_terminal(changed) if changed.rows else "no metric changed")
     if out is not None:
         written = write_comparison(comparison, out, chosen)
-        typer.echo(f"\ncomparison written to {out} ({len(written)} files)")
+        _echo(f"\ncomparison written to {out} ({len(written)} files)")
     if comparison.regressed:
-        typer.echo(f"\n{len(comparison.regressed)} regression(s)", err=True)
+        _echo(f"\n{len(comparison.regressed)} regression(s)", err=True)
         raise typer.Exit(1)
 
 
@@ -298,15 +315,18 @@ def main() -> None:
     try:
         code = app(standalone_mode=False)
     except UserInputError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        sys.exit(2)
+        _echo(f"error: {exc}", err=True)
+        sys.exit(BAD_INPUT)
     except TyperException as exc:  # usage errors found by the option parser
         message = exc.format_message()
-        typer.echo(message if "\n" in message else f"error: {message}", err=True)
+        if "\n" in message:  # click's usage block: its lines are bench's own, the values in them are not
+            typer.echo(printable(message), err=True)
+        else:
+            _echo(f"error: {message}", err=True)
         sys.exit(exc.exit_code)
     except (Abort, KeyboardInterrupt):
-        typer.echo("interrupted; finished trace lines are kept", err=True)
+        _echo("interrupted; finished trace lines are kept", err=True)
         sys.exit(130)
     if code == 130:  # typer turns Ctrl-C into exit code 130
-        typer.echo("interrupted; finished trace lines are kept", err=True)
+        _echo("interrupted; finished trace lines are kept", err=True)
     sys.exit(code if isinstance(code, int) else 0)

@@ -30,30 +30,51 @@ class Kept:
 
     finished: set[CellKey]
     dropped: list[str]
+    outcomes: list[dict[str, Any]]  # the kept runs' summary outcomes, as written (the exit status counts them)
 
 
 def keep_finished_runs(folder: Path) -> Kept:
     """Rewrites the folder's trace (and recording, and checkpoints) down to its finished runs."""
-    events = [event for _, event in _lines(folder / TRACE_FILE)]
+    # Lines that do not name their run (a hand-edited or foreign line) belong to no run: they are dropped.
+    events = [event for _, event in _lines(folder / TRACE_FILE) if isinstance(event.get("run_id"), str)]
     finished_ids = {
         e["run_id"]
         for e in events
-        if e.get("kind") == "summary" and (e.get("outcome") or {}).get("status") not in (None, "interrupted")
+        if e.get("kind") == "summary" and _outcome(e).get("status") not in (None, "interrupted")
     }
-    started = {e["run_id"] for e in events if isinstance(e.get("run_id"), str)}
+    started = {e["run_id"] for e in events}
     dropped = sorted(started - finished_ids)
     finished = {
-        (e["scenario"], e["mode"], e["trial"])
+        cell
         for e in events
-        if e.get("run_id") in finished_ids and e.get("kind") == "run_start"
+        if e["run_id"] in finished_ids and e.get("kind") == "run_start" and (cell := _cell(e)) is not None
     }
-    _rewrite(folder / TRACE_FILE, lambda event: event.get("run_id") in finished_ids)
-    _rewrite(
-        folder / RECORDING_FILE,
-        lambda entry: (entry.get("scenario"), entry.get("mode"), entry.get("trial")) in finished,
-    )
+    _rewrite(folder / TRACE_FILE, lambda event: event.get("run_id") in finished_ids if _named(event) else False)
+    _rewrite(folder / RECORDING_FILE, lambda entry: _cell(entry) in finished)
     _drop_checkpoints(folder / CHECKPOINT_FILE, dropped)
-    return Kept(finished, dropped)
+    outcomes = [
+        e["outcome"]
+        for e in events
+        if e.get("kind") == "summary" and e["run_id"] in finished_ids and isinstance(e.get("outcome"), dict)
+    ]
+    return Kept(finished, dropped, outcomes)
+
+
+def _outcome(event: dict[str, Any]) -> dict[str, Any]:
+    outcome = event.get("outcome")
+    return outcome if isinstance(outcome, dict) else {}
+
+
+def _named(event: dict[str, Any]) -> bool:
+    return isinstance(event.get("run_id"), str)
+
+
+def _cell(line: dict[str, Any]) -> CellKey | None:
+    """The (scenario, mode, trial) a trace or recording line names, or None when it names none."""
+    scenario, mode, trial = line.get("scenario"), line.get("mode"), line.get("trial")
+    if isinstance(scenario, str) and isinstance(mode, str) and isinstance(trial, int):
+        return (scenario, mode, trial)
+    return None
 
 
 def _lines(path: Path) -> list[tuple[bytes, dict[str, Any]]]:

@@ -10,8 +10,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.errors import UserInputError
+from harness.files import Unreadable, read_text
 
 MANIFEST_FILE = "manifest.json"
+MAX_MANIFEST_BYTES = 16 * 1024 * 1024  # a manifest is a page of facts; past this it is not one of ours
 MANIFEST_SCHEMA_VERSION = 2  # 1: the untyped manifest, live settings at the top level
 ModelSourceKind = Literal["scripted", "replay", "live"]
 RunFolderStatus = Literal["running", "complete", "interrupted", "failed"]
@@ -68,14 +70,19 @@ class Manifest(BaseModel):
 def read_manifest(folder: Path) -> Manifest:
     """The manifest of a run folder, typed; a manifest written before schema 2 is read too."""
     path = folder / MANIFEST_FILE
+    if not path.exists() and not path.is_symlink():
+        raise UserInputError(f"{folder}: no {MANIFEST_FILE}: not a bench run folder")
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserInputError(f"{folder}: no {MANIFEST_FILE}: not a bench run folder") from None
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise UserInputError(f"{path}: unreadable ({type(exc).__name__}: {exc})".splitlines()[0]) from None
+        raw = json.loads(read_text(path, MAX_MANIFEST_BYTES))
+    except Unreadable as exc:
+        raise UserInputError(f"{path}: {exc}") from None
+    except (ValueError, RecursionError) as exc:  # not JSON, nested past the parser's depth, a 4,300-digit number
+        raise UserInputError(f"{path}: unreadable ({type(exc).__name__}: {exc})".splitlines()[0][:300]) from None
     if not isinstance(raw, dict):
         raise UserInputError(f"{path}: not a JSON object")
+    version = raw.get("schema_version", 1)
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise UserInputError(f"{path}: schema_version: must be an integer, got {type(version).__name__}")
     try:
         return Manifest.model_validate(_upgrade(raw))
     except ValidationError as exc:

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from harness.terminal import printable
 from harness.trace import TraceEvent
 
 RunKey = tuple[str, str, int]  # scenario, mode, trial
@@ -31,13 +32,15 @@ class Divergence:
     replayed: str
 
     def describe(self) -> str:
+        """Three lines (one for a missing run); model text in them is shown escaped, never as a line break."""
         scenario, mode, trial = self.run
-        where = f"{scenario} / {mode} / trial {trial}"
+        where = printable(f"{scenario} / {mode} / trial {trial}", one_line=True)
+        recorded, replayed = printable(self.recorded, one_line=True), printable(self.replayed, one_line=True)
         if self.seq is None:
-            return f"{where}: {self.recorded} vs {self.replayed}"
+            return f"{where}: {recorded} vs {replayed}"
         return (
             f"{where}: event {self.seq} differs in {', '.join(self.fields)}\n"
-            f"    recorded: {self.recorded}\n    replayed: {self.replayed}"
+            f"    recorded: {recorded}\n    replayed: {replayed}"
         )
 
 

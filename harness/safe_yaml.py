@@ -12,9 +12,7 @@ twice in one mapping is refused too, since YAML would silently keep only the las
 
 from __future__ import annotations
 
-import os
 import re
-import stat
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -22,6 +20,7 @@ import yaml
 from yaml.constructor import ConstructorError
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from harness import files
 from harness.errors import ScenarioError
 
 MAX_FILE_BYTES = 1024 * 1024
@@ -93,37 +92,11 @@ def read_yaml(path: Path, shown: str) -> Any:
 def read_text(path: Path, shown: str) -> str:
     """The file's text: a regular file (a FIFO or a device is never opened for reading), bounded, UTF-8."""
     try:
-        # O_NONBLOCK: opening a FIFO must not wait for a writer; a regular file reads as usual.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        raise _error(shown, "", f"cannot read: {exc.strerror or type(exc).__name__}") from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise _error(shown, "", "cannot read: not a regular file")
-        data = _read_at_most(fd, MAX_FILE_BYTES + 1)
-    except OSError as exc:
-        raise _error(shown, "", f"cannot read: {exc.strerror or type(exc).__name__}") from None
-    finally:
-        os.close(fd)
-    if len(data) > MAX_FILE_BYTES:
-        raise _error(shown, "", f"larger than {MAX_FILE_BYTES // 1024} KiB; a scenario file must stay under that")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise _error(shown, f"line {line}", f"not UTF-8 text (byte {exc.start}); save the file as UTF-8") from None
-
-
-def _read_at_most(fd: int, limit: int) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    while size < limit:
-        chunk = os.read(fd, min(1 << 20, limit - size))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size += len(chunk)
-    return b"".join(chunks)
+        return files.read_text(path, MAX_FILE_BYTES)
+    except files.Unreadable as exc:
+        hint = {"larger": "; a scenario file must stay under that", "not UTF-8": "; save the file as UTF-8"}
+        extra = next((text for start, text in hint.items() if exc.reason.startswith(start)), "")
+        raise _error(shown, exc.where, exc.reason + extra) from None
 
 
 class _Refused(Exception):

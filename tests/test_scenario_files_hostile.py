@@ -146,7 +146,7 @@ def test_a_date_stays_the_text_it_was_written_as(tmp_path, loader):
 def test_a_file_over_the_size_bound_is_refused_unread(tmp_path, loader):
     path = tmp_path / "blog_brief_approval.yaml"
     path.write_text(BLOG + "# " + "x" * safe_yaml.MAX_FILE_BYTES + "\n", encoding="utf-8")
-    assert "larger than 1024 KiB" in refused(path)
+    assert "larger than 1 MiB" in refused(path)
 
 
 def test_a_file_just_under_the_size_bound_loads(tmp_path, loader):

@@ -27,6 +27,10 @@ class ReplaySource:
         self.manifest: Manifest = read_manifest(folder)
         self.read_report = TraceReadReport()
         self.entries: dict[RecordKey, RecordEntry] = read_recording(recording, self.read_report)
+        if self.read_report.lines and not self.entries:  # every line corrupt: nothing here was recorded by bench
+            raise UserInputError(
+                f"{recording}: none of its {self.read_report.lines} lines is a recorded exchange; not a recording"
+            )
         self.label = self.manifest.model
 
     def for_run(self, seed: int) -> ReplayModel:
