@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.checkpoint import CHECKPOINT_FILE
+from harness.errors import UserInputError
 from harness.folder import TRACE_FILE
 from harness.models.recording import RECORDING_FILE
 
@@ -81,6 +82,8 @@ def _lines(path: Path) -> list[tuple[bytes, dict[str, Any]]]:
     """The file's complete JSON-object lines (a torn or corrupt line is left out), with their exact bytes."""
     if not path.exists():
         return []
+    if not path.is_file():  # a FIFO or a device would block or never end
+        raise UserInputError(f"{path}: not a regular file")
     found = []
     with open(path, "rb") as handle:
         for raw in handle:

@@ -644,7 +644,7 @@ def select_scenarios(folder: Path, names: list[str]) -> list[Scenario]:
 def display_path(path: Path) -> str:
     try:
         return str(path.resolve().relative_to(Path.cwd()))
-    except ValueError:
+    except (ValueError, OSError, RuntimeError):  # outside the cwd, a symlink loop, a cwd that was removed
         return str(path)
 
 

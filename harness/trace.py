@@ -9,6 +9,8 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from harness.errors import UserInputError
+
 SCHEMA_VERSION = (
     2  # 2: outcome gains stop_verdict, unauthorized_side_effects, blocked_by, resumes, repeated_side_effects
 )
@@ -174,6 +176,8 @@ Record = TypeVar("Record", bound=BaseModel)
 def read_records(path: Path, record_type: type[Record], report: TraceReadReport | None = None) -> Iterator[Record]:
     """Yields the valid records of a JSONL file in order; a truncated or corrupt line is skipped and counted."""
     report = report if report is not None else TraceReadReport()
+    if path.exists() and not path.is_file():  # a FIFO or a device would block or never end
+        raise UserInputError(f"{path}: not a regular file")
     with open(path, encoding="utf-8", errors="replace") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
