@@ -187,7 +187,8 @@ def test_unreachable_endpoint_ends_every_run_with_a_network_error(tmp_path):
         ],
         env=env,
     )
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 3, result.output  # every run ended in an infrastructure error: nothing was judged
+    assert "error: all 2 runs ended in an infrastructure error (network 2)" in result.output
     trace = events(out)
     assert [e.error.kind for e in trace if e.kind == "error"] == ["network", "network"]
     assert [e.error.kind for e in trace if e.kind == "model_retry"] == ["network", "network"]
