@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 from typer.exceptions import Abort, TyperException
@@ -213,13 +213,20 @@ def resume_command(
 
     if approve == reject:
         raise UserInputError("give exactly one of --approve and --reject")
-    result = resume(folder, run, "approve" if approve else "reject", who=who or getpass.getuser(), note=note,
+    result = resume(folder, run, "approve" if approve else "reject", who=who or _user_name(getpass), note=note,
                     gate=gate, env=os.environ, scenarios_dir=scenarios_dir, notify=_note)
     outcome = result.outcome
     where = f" at {outcome.suspended_at}" if outcome.suspended_at else ""
     _echo(f"run {run}: {outcome.status}{where}; stop verdict {outcome.stop_verdict}; "
           f"{outcome.resumes} decision(s) so far; trace in {result.traces}")
     _exit_with(result.exit_status())
+
+
+def _user_name(getpass: Any) -> str:
+    try:
+        return str(getpass.getuser())
+    except (KeyError, OSError, ImportError):  # a container user with no name: the decision still needs a who
+        raise UserInputError("--as: your user name cannot be found; say who decides with --as NAME") from None
 
 
 @app.command("serve-model")
@@ -316,6 +323,10 @@ def main() -> None:
         code = app(standalone_mode=False)
     except UserInputError as exc:
         _echo(f"error: {exc}", err=True)
+        sys.exit(BAD_INPUT)
+    except OSError as exc:  # a file or folder the system refused where no check named it first: still one line
+        where = f"{exc.filename}: " if exc.filename is not None else ""
+        _echo(f"error: {where}{exc.strerror or exc}", err=True)
         sys.exit(BAD_INPUT)
     except TyperException as exc:  # usage errors found by the option parser
         message = exc.format_message()

@@ -77,9 +77,16 @@ class RunFolder:
     @classmethod
     def attach(cls, path: Path) -> RunFolder:
         """An existing run folder, locked so that nothing else writes to it meanwhile (``bench resume``)."""
-        if not path.is_dir() or not is_run_folder(path):
+        try:
+            usable = path.is_dir() and is_run_folder(path)
+        except OSError:  # a name too long, a loop of links
+            usable = False
+        if not usable:
             raise UserInputError(f"{path}: not a bench run folder (no readable {MANIFEST_FILE})")
-        return cls(path, path, [_lock(path, str(path))], created=False)
+        try:
+            return cls(path, path, [_lock(path, str(path))], created=False)
+        except OSError as exc:  # a folder others may read but not write
+            raise UserInputError(f"{path}: cannot lock it ({exc.strerror or type(exc).__name__})") from None
 
     def finish(self, complete: bool) -> Path:
         """Swaps a completed staging folder into the target's place; returns where the run now is."""

@@ -70,7 +70,11 @@ class Manifest(BaseModel):
 def read_manifest(folder: Path) -> Manifest:
     """The manifest of a run folder, typed; a manifest written before schema 2 is read too."""
     path = folder / MANIFEST_FILE
-    if not path.exists() and not path.is_symlink():
+    try:
+        missing = not path.exists() and not path.is_symlink()
+    except OSError:  # a name too long, a loop of links: no manifest can be there
+        missing = True
+    if missing:
         raise UserInputError(f"{folder}: no {MANIFEST_FILE}: not a bench run folder")
     try:
         raw = json.loads(read_text(path, MAX_MANIFEST_BYTES))

@@ -281,3 +281,15 @@ def test_continuing_a_matrix_past_hand_edited_trace_lines(tmp_path, monkeypatch,
     assert code == 0 and "Traceback" not in err, err
     summaries = [json.loads(line) for line in (out / "traces.jsonl").read_text().splitlines()]
     assert sum(e.get("kind") == "summary" for e in summaries) == 4
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("replay", "{long}"), ("resume", "{long}", "--run", "x", "--approve", "--as", "me"), ("run", "--resume", "{long}"),
+     ("run", "--model", "replay:{long}")],
+    ids=["replay", "resume", "run_resume", "run_replay"],
+)  # fmt: skip
+def test_a_folder_name_too_long_for_the_file_system_is_one_line(tmp_path, monkeypatch, capsys, args):
+    long = str(tmp_path / ("r" * 300))
+    line = one_line(monkeypatch, capsys, *(arg.format(long=long) for arg in args))
+    assert "r" * 50 in line, line

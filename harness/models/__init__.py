@@ -63,7 +63,11 @@ def choose(value: str | None) -> ModelChoice:
     if kind == "replay" and rest:
         from harness.models.recording import RECORDING_FILE
 
-        if not (Path(rest) / RECORDING_FILE).is_file():
+        try:
+            found = (Path(rest) / RECORDING_FILE).is_file()
+        except OSError:  # a name too long for the file system: nothing can be there
+            found = False
+        if not found:
             raise UserInputError(f"--model {value}: no {RECORDING_FILE} there (record one with --model live)")
         return ModelChoice("replay", folder=Path(rest))
     if value == "live":
