@@ -25,7 +25,7 @@ WARN_SHARE = 0.5  # more than half the runs not judged: the numbers that remain 
 
 
 @dataclass
-class RunTally:
+class RunEnds:
     """How many runs of a matrix ended, and how many of those in an infrastructure error, by kind."""
 
     runs: int = 0

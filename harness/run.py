@@ -24,7 +24,7 @@ from harness import __version__
 from harness.approvals import NobodyYet, approver_factory
 from harness.checkpoint import Checkpoint, CheckpointStore, Decision
 from harness.errors import UserInputError
-from harness.exit_status import RunTally
+from harness.exit_status import RunEnds
 from harness.folder import TRACE_FILE, RunFolder
 from harness.manifest import Manifest, read_manifest
 from harness.models import ModelChoice, choose, endpoint_from_env, model_label, open_source
@@ -41,9 +41,9 @@ __all__ = [
     "LiveOptions",
     "Matrix",
     "ReplayCheck",
+    "RunEnds",
     "RunResult",
     "RunSpec",
-    "RunTally",
     "StopRequest",
     "catalog",
     "check_scenarios",
@@ -83,7 +83,7 @@ class RunResult:
     manifest: Manifest
     notes: list[str]
     stop: StopRequest
-    tally: RunTally = field(default_factory=RunTally)  # finished runs, and those an infrastructure error ended
+    ends: RunEnds = field(default_factory=RunEnds)  # finished runs, and those an infrastructure error ended
 
     @property
     def interrupted(self) -> bool:
@@ -93,7 +93,7 @@ class RunResult:
         """The exit code and its one line when the runs' end decides it (a signal, or nothing judged), else None."""
         if self.interrupted:
             return self.stop.exit_code, "interrupted; finished trace lines are kept and the manifest says interrupted"
-        return self.tally.verdict()
+        return self.ends.verdict()
 
     @property
     def traces(self) -> Path:
@@ -169,7 +169,7 @@ def run(
     if on_plan is not None:
         on_plan(matrix)
     stop = StopRequest()
-    tally = RunTally()
+    ends = RunEnds()
     folder = RunFolder.take(spec.out, spec.replace, results_root, datetime.now(UTC))
     manifest = Manifest(
         command=list(spec.command),
@@ -192,14 +192,14 @@ def run(
     try:
         with stop.installed():
             cells = cells_for(matrix.scenarios, matrix.modes, matrix.trials)
-            manifest = _run_cells(folder.path, manifest, cells, spec, choice, matrix, stop, on_done, notify, tally)
+            manifest = _run_cells(folder.path, manifest, cells, spec, choice, matrix, stop, on_done, notify, ends)
     except BaseException:
         folder.discard()  # only a folder in which no run has written anything
         raise
     finally:
         folder.release()
     where = folder.finish(manifest.status == "complete")
-    return RunResult(where, manifest, matrix.notes, stop, tally)
+    return RunResult(where, manifest, matrix.notes, stop, ends)
 
 
 def _continue(
@@ -251,9 +251,9 @@ def _continue(
         )
         run_spec = spec.model_copy(update={"approver": manifest.approver, "live": LiveOptions(**manifest.live_options)})
         stop = StopRequest()
-        tally = RunTally()
+        ends = RunEnds()
         for outcome in kept.outcomes:  # the kept runs are runs of this matrix too
-            tally.add_outcome(outcome)
+            ends.add_outcome(outcome)
         with stop.installed():
             manifest = _run_cells(
                 spec.resume,
@@ -265,12 +265,12 @@ def _continue(
                 stop,
                 on_done,
                 notify,
-                tally,
+                ends,
                 already=len(kept.finished),
             )
     finally:
         held.release()
-    return RunResult(spec.resume, manifest, matrix.notes, stop, tally)
+    return RunResult(spec.resume, manifest, matrix.notes, stop, ends)
 
 
 def _old_choice(manifest: Manifest) -> str:
@@ -292,7 +292,7 @@ def _run_cells(
     stop: StopRequest,
     on_done: OnDone | None,
     notify: Notify,
-    tally: RunTally,
+    ends: RunEnds,
     already: int = 0,
 ) -> Manifest:
     """Writes the manifest first (so even a run stopped while its model server starts says so), then runs."""
@@ -302,7 +302,7 @@ def _run_cells(
     def done(cell: Cell, outcome: RunOutcome) -> None:
         nonlocal finished
         finished += 1
-        tally.add_outcome(outcome)
+        ends.add_outcome(outcome)
         if on_done is not None:
             on_done(cell, outcome)
 
@@ -532,9 +532,9 @@ class ResumeResult:
         """As ``RunResult.exit_status``, for the one run that went on."""
         if self.outcome.status == "interrupted":
             return self.stop.exit_code, "interrupted; finished trace lines are kept"
-        tally = RunTally()
-        tally.add_outcome(self.outcome)
-        return tally.verdict()
+        ends = RunEnds()
+        ends.add_outcome(self.outcome)
+        return ends.verdict()
 
 
 def resume(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.exit_status import INFRASTRUCTURE, WARN_SHARE, RunTally
+from harness.exit_status import INFRASTRUCTURE, WARN_SHARE, RunEnds
 from harness.run import RunSpec, run
 from tests.conftest import bench_main
 from tests.fault_server import FaultServer
@@ -81,7 +81,7 @@ def recording(tmp_path_factory) -> Path:
                 env=live_env(server.base_url),
             )
         )
-    assert result.tally.runs == 4 and result.tally.not_judged == 0
+    assert result.ends.runs == 4 and result.ends.not_judged == 0
     return folder
 
 
@@ -139,7 +139,7 @@ def outcome(status: str, verdict: str, **errors: int) -> dict[str, object]:
 
 
 def test_the_tally_counts_finished_runs_and_their_first_infrastructure_kind():
-    tally = RunTally()
+    tally = RunEnds()
     tally.add_outcome(outcome("error", "infrastructure", timeout=2, network=1))
     tally.add_outcome(outcome("error", "failed_closed", parse=1))  # the model's error: judged
     tally.add_outcome(outcome("interrupted", "infrastructure"))  # not finished: the signal decides
@@ -150,7 +150,7 @@ def test_the_tally_counts_finished_runs_and_their_first_infrastructure_kind():
 
 def test_the_warning_starts_past_the_threshold_and_the_error_at_all():
     def verdict(lost: int, runs: int):
-        tally = RunTally()
+        tally = RunEnds()
         for index in range(runs):
             tally.add_outcome(
                 outcome("error", "infrastructure", http_5xx=1) if index < lost else outcome("finished", "correct")
@@ -158,7 +158,7 @@ def test_the_warning_starts_past_the_threshold_and_the_error_at_all():
         return tally.verdict()
 
     assert WARN_SHARE == 0.5
-    assert verdict(0, 10) is None and verdict(5, 10) is None and RunTally().verdict() is None
+    assert verdict(0, 10) is None and verdict(5, 10) is None and RunEnds().verdict() is None
     assert verdict(6, 10) == (
         0,
         "warning: 6 of 10 runs (60%) ended in an infrastructure error (http_5xx 6); they are not judged",
