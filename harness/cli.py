@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from typer.exceptions import Abort, TyperException
@@ -13,6 +13,10 @@ from tabulate import tabulate
 
 from harness.errors import UserInputError
 from harness.progress import MatrixProgress
+
+if TYPE_CHECKING:
+    from harness.runner import Cell
+    from harness.trace import RunOutcome
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Measure how agent control modes behave when rules conflict.")
@@ -88,7 +92,7 @@ def run_command(
 ) -> None:
     """Run the matrix scenario x mode x trial and write traces.jsonl and manifest.json."""
     from harness.run import RunSpec, run
-    from harness.summary import table_for
+    from harness.summary import RunTally
 
     live_options = {name: value for name, value in {
         "response_format": response_format, "disable_thinking": no_thinking or None, "temperature": temperature,
@@ -102,10 +106,15 @@ def run_command(
         if value is not None}
     spec = RunSpec.build(env=os.environ,  # the key is read from the environment here, and only here
                          concurrency=concurrency, command=sys.argv, **given)
+    tally = RunTally()
+
+    def done(cell: Cell, outcome: RunOutcome) -> None:
+        progress.done(outcome)
+        tally.add(cell, outcome)
+
     with MatrixProgress() as progress:
-        result = run(spec, on_done=lambda cell, outcome: progress.done(outcome), notify=_note,
-                     on_plan=lambda matrix: progress.plan(matrix.size))
-    typer.echo(table_for(result.traces))
+        result = run(spec, on_done=done, notify=_note, on_plan=lambda matrix: progress.plan(matrix.size))
+    typer.echo(tally.table())
     typer.echo(f"\n{result.manifest.runs} runs, traces in {result.traces}")
     if result.interrupted:
         _interrupted(result.stop.exit_code)
