@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from typer.exceptions import Abort, TyperException
@@ -15,6 +15,10 @@ from harness.errors import UserInputError
 from harness.exit_status import BAD_INPUT
 from harness.progress import MatrixProgress
 from harness.terminal import printable
+
+if TYPE_CHECKING:
+    from harness.runner import Cell
+    from harness.trace import RunOutcome
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Measure how agent control modes behave when rules conflict.")
@@ -97,7 +101,7 @@ def run_command(
 ) -> None:
     """Run the matrix scenario x mode x trial and write traces.jsonl and manifest.json."""
     from harness.run import RunSpec, run
-    from harness.summary import table_for
+    from harness.summary import RunTally
 
     live_options = {name: value for name, value in {
         "response_format": response_format, "disable_thinking": no_thinking or None, "temperature": temperature,
@@ -111,10 +115,15 @@ def run_command(
         if value is not None}
     spec = RunSpec.build(env=os.environ,  # the key is read from the environment here, and only here
                          concurrency=concurrency, command=sys.argv, **given)
+    tally = RunTally()
+
+    def done(cell: Cell, outcome: RunOutcome) -> None:
+        progress.done(outcome)
+        tally.add(cell, outcome)
+
     with MatrixProgress() as progress:
-        result = run(spec, on_done=lambda cell, outcome: progress.done(outcome), notify=_note,
-                     on_plan=lambda matrix: progress.plan(matrix.size))
-    _echo(table_for(result.traces))
+        result = run(spec, on_done=done, notify=_note, on_plan=lambda matrix: progress.plan(matrix.size))
+    _echo(tally.table())
     _echo(f"\n{result.manifest.runs} runs, traces in {result.traces}")
     _exit_with(result.exit_status())
 

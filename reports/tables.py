@@ -25,7 +25,7 @@ from reports.metrics import (
     ViolationCount,
 )
 from reports.schema import BLOCK_REASONS
-from reports.stats import Spread
+from reports.stats import Interval, Spread
 
 Format = Literal["text", "int", "pct", "num", "ms", "usd", "ci"]  # ci: a rate's interval, shown as made
 MISSING = "–"  # shown for an undefined value (no runs, one sample for a std, k above the trials)
@@ -303,11 +303,45 @@ VERDICT_HEADERS = {
 }
 
 
+@dataclass(frozen=True)
+class Headline:
+    """One row of the headline table: what ``bench run`` prints as it ends and ``bench report`` leads with."""
+
+    key: tuple[str, ...]
+    judged: int
+    verdicts: dict[str, int] | None  # None: the traces predate stop verdicts (schema 1)
+    infrastructure: int
+    stop: Interval
+    pass_k: float | None
+    unauthorized: int | None
+    premature: int
+    blocked: int
+
+
 def main_table(metrics: Metrics) -> Table:
     """The headline table the terminal shows: the verdict breakdown first, then rates and side effects."""
     k = metrics.max_k
+    rows = [
+        Headline(
+            g.key,
+            g.judged,
+            None if g.unverdicted == g.judged and g.judged else g.verdicts,
+            g.infrastructure,
+            g.stop,
+            g.pass_k[-1] if k else None,
+            g.unauthorized_side_effects,
+            g.premature_side_effects,
+            g.side_effects_blocked,
+        )
+        for g in metrics.groups
+    ]
+    return headline_table(metrics.grouping, metrics.keys, rows, k, per(metrics))
+
+
+def headline_table(grouping: str, keys: tuple[str, ...], rows: list[Headline], k: int, title_per: str) -> Table:
+    """The headline table from its rows, wherever they were counted (a report, or a run as it goes)."""
     columns = (
-        *key_columns(metrics),
+        *(Column(KEY_HEADERS.get(key, key), "text") for key in keys),
         Column("n", "int"),
         *(Column(VERDICT_HEADERS[v], "int") for v in JUDGED_VERDICTS),
         Column("infra", "int"),
@@ -318,27 +352,27 @@ def main_table(metrics: Metrics) -> Table:
         Column("premature", "int"),
         Column("blocked", "int"),
     )
-    rows = tuple(
+    table_rows = tuple(
         (
-            *g.key,
-            g.judged,
-            *(_verdict(g, v) for v in JUDGED_VERDICTS),
-            g.infrastructure,
-            g.stop.rate,
-            interval(g.stop.low, g.stop.high),
-            g.pass_k[-1] if k else None,
-            g.unauthorized_side_effects,
-            g.premature_side_effects,
-            g.side_effects_blocked,
+            *row.key,
+            row.judged,
+            *((row.verdicts.get(v, 0) if row.verdicts is not None else None) for v in JUDGED_VERDICTS),
+            row.infrastructure,
+            row.stop.rate,
+            interval(row.stop.low, row.stop.high),
+            row.pass_k,
+            row.unauthorized,
+            row.premature,
+            row.blocked,
         )
-        for g in metrics.groups
+        for row in rows
     )
     note = (
         "n: judged runs (complete, not ended by infrastructure). correct ... failed closed: the runtime's stop "
         "verdicts (README: stop verdicts). infra: runs not judged. unauthorized: side effects committed that an "
         "enforcing gateway refuses; premature: the gated ones among them. blocked: attempts the gateway refused."
     )
-    return Table(f"main_by_{metrics.grouping}", f"Summary per {per(metrics)}", columns, rows, note)
+    return Table(f"main_by_{grouping}", f"Summary per {title_per}", columns, table_rows, note)
 
 
 def per(metrics: Metrics) -> str:
