@@ -22,8 +22,22 @@ TARGET = 1.15
 
 def peak_rss_mib(trials: int, out: Path) -> float:
     """The peak resident memory of one ``bench run`` child process, in MiB."""
-    command = [sys.executable, "-m", "harness", "run", "--model", "scripted:compliant", "--mode", "workflow",
-               "--scenario", "blog_brief_approval", "--trials", str(trials), "--out", str(out)]
+    command = [
+        sys.executable,
+        "-m",
+        "harness",
+        "run",
+        "--model",
+        "scripted:compliant",
+        "--mode",
+        "workflow",
+        "--scenario",
+        "blog_brief_approval",
+        "--trials",
+        str(trials),
+        "--out",
+        str(out),
+    ]
     child = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(child.pid, 0)
     if os.waitstatus_to_exitcode(status) != 0:

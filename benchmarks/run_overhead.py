@@ -34,7 +34,9 @@ from harness.trace import TraceEvent, read_events  # noqa: E402
 RECORDING = ROOT / "results" / "recorded" / "smollm2-135m"
 
 
-def run(model: str, scenarios: list[str], modes: list[str], trials: int | None, run_dir: Path) -> tuple[float, list[TraceEvent]]:
+def run(
+    model: str, scenarios: list[str], modes: list[str], trials: int | None, run_dir: Path
+) -> tuple[float, list[TraceEvent]]:
     """Runs a matrix the way ``bench run`` does (the same call), trace to a real file: wall seconds and the events."""
     started = time.perf_counter()
     result = run_matrix(RunSpec(model=model, scenarios=scenarios, modes=modes, trials=trials, out=run_dir))
