@@ -107,16 +107,22 @@ def main() -> int:
                 graph_times.append(lg)
                 bench_times[mode].append(ours)
                 ratios[mode].append(ours / lg)
-    print(f"LangGraph {_version()} suspend-at-gate run (2 nodes, interrupt, in-memory checkpointer): "
-          f"median {1e6 * statistics.median(graph_times):,.0f} us per run")
-    print(f"{'bench mode':<14}{'us per run':>12}{'ratio (median of rounds)':>28}{'rounds min-max':>20}{'target':>9}  verdict")
+    print(
+        f"LangGraph {_version()} suspend-at-gate run (2 nodes, interrupt, in-memory checkpointer): "
+        f"median {1e6 * statistics.median(graph_times):,.0f} us per run"
+    )
+    print(
+        f"{'bench mode':<14}{'us per run':>12}{'ratio (median of rounds)':>28}{'rounds min-max':>20}{'target':>9}  verdict"
+    )
     failed = False
     for mode, target in TARGETS.items():
         median = statistics.median(ratios[mode])
         ok = median <= target
         failed |= not ok
-        print(f"{mode:<14}{1e6 * statistics.median(bench_times[mode]):>12,.0f}{median:>27.3f}x"
-              f"{min(ratios[mode]):>13.3f}-{max(ratios[mode]):.3f}{target:>8.2f}x  {'ok' if ok else 'MISSED'}")
+        print(
+            f"{mode:<14}{1e6 * statistics.median(bench_times[mode]):>12,.0f}{median:>27.3f}x"
+            f"{min(ratios[mode]):>13.3f}-{max(ratios[mode]):.3f}{target:>8.2f}x  {'ok' if ok else 'MISSED'}"
+        )
     print(f"({args.rounds} interleaved rounds of {args.runs} runs each; bench writes every trace line to a file)")
     return 1 if failed else 0
 

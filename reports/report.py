@@ -149,7 +149,7 @@ def build_report(
         context,
         cells=metrics["scenario"] if by == "scenario" else None,
     )
-    rendered = [_render(p) for p in plots]
+    rendered = [_render(plot) for plot in plots]
     mode_tables = [tbl.seed000_table(metrics["mode"]), tbl.spectrum_table(metrics["mode"])]
     intro = f"Grouped per {tbl.per(metrics[shown])}"
     if by == "scenario":
@@ -216,6 +216,7 @@ def _meta(traces: Traces, runs: pd.DataFrame, prices: PriceTable | None) -> list
 def _render(plot: figs.Plot) -> EmbeddedFigure:
     png, pdf = io.BytesIO(), io.BytesIO()
     plot.figure.savefig(png, format="png", dpi=DPI)
+    plot.figure.set_layout_engine("none")  # the layout the PNG computed holds for the PDF: not worked out twice
     plot.figure.savefig(pdf, format="pdf", metadata={"CreationDate": None})  # no date: same traces, same file
     return EmbeddedFigure(plot.name, plot.title, png.getvalue(), pdf.getvalue())
 
