@@ -1,11 +1,14 @@
 """The plan executors: a plain one that runs every step (a planned wait is only a marker), and a suspending
-one that returns at an unapproved gate. Both run each step through the gateway; neither edits the plan."""
+one that returns at an unapproved gate (and, asked to, at a step that failed, so the planner can replan). Both run
+each step through the gateway; neither edits the plan."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal, overload
 
 from harness.context import RunContext
+from harness.gateway import ActionRecord
 from harness.outcome import ModeResult
 from modes.prompting import decision_line, observation_line
 from modes.proposals import Step
@@ -38,13 +41,53 @@ class Revision:
     executed: int
 
 
+@dataclass(frozen=True)
+class StepFailed:
+    """A step of the plan failed or was blocked: the planner can be asked again, with what happened."""
+
+    record: ActionRecord
+    plan_index: int
+    executed: int
+
+
+@overload
 async def run_plan_suspending(
-    ctx: RunContext, plan: list[Step], allowed: list[str], *, executed: int = 0, observations: list[str] | None = None
-) -> ModeResult | Revision:
+    ctx: RunContext,
+    plan: list[Step],
+    allowed: list[str],
+    *,
+    executed: int = 0,
+    observations: list[str] | None = None,
+    stop_on_failure: Literal[False] = False,
+) -> ModeResult | Revision: ...
+
+
+@overload
+async def run_plan_suspending(
+    ctx: RunContext,
+    plan: list[Step],
+    allowed: list[str],
+    *,
+    executed: int = 0,
+    observations: list[str] | None = None,
+    stop_on_failure: bool,
+) -> ModeResult | Revision | StepFailed: ...
+
+
+async def run_plan_suspending(
+    ctx: RunContext,
+    plan: list[Step],
+    allowed: list[str],
+    *,
+    executed: int = 0,
+    observations: list[str] | None = None,
+    stop_on_failure: bool = False,
+) -> ModeResult | Revision | StepFailed:
     """Runs the plan in order, but a wait step for an unapproved gate stops the run there (real control), and
     so does a gated step whose gate is closed when its turn comes (a threshold that came to apply after
     planning): the step asks for the approval first and runs only once it is given. A revision request
-    goes back to the planner; ``executed`` continues the step count of an earlier plan of the same run."""
+    goes back to the planner; ``executed`` continues the step count of an earlier plan of the same run.
+    With ``stop_on_failure`` a step that fails or is blocked ends this plan too (the rest is not run)."""
     finish = ctx.scenario.finish_action.name
     seen = observations if observations is not None else []
     for index, item in enumerate(plan, start=1):
@@ -74,6 +117,10 @@ async def run_plan_suspending(
                 return Revision(decision.note, executed)
             if held_back:  # approved: the step that waited for it runs now, once
                 ctx.decide(executed, "executor", item.action, "execute", {"plan_index": index})
-                seen.append(observation_line(ctx.act(item.action, item.args, allowed=allowed, step=executed)))
+                record = ctx.act(item.action, item.args, allowed=allowed, step=executed)
+                seen.append(observation_line(record))
+        if stop_on_failure and record.status in ("failed", "blocked"):
+            ctx.decide(executed, "executor", item.action, "step_failed", {"plan_index": index, "status": record.status})
+            return StepFailed(record, index, executed)
     ctx.decide(executed, "executor", None, "plan_exhausted")
     return ModeResult("finished")
