@@ -1,7 +1,7 @@
 """The contract of an autonomous node (seed 001): a bounded inner ReAct loop that hands control back to code.
 
-The tools it may call are enforced by the gateway (``allowed``), a gated tool whose gate is closed is held back by
-the runtime, its report is checked against the node's declared output schema, its success criteria (``until``) are
+The tools it may call are enforced by the runtime (anything else is refused before the gateway) and by the gateway
+(``allowed``), a gated tool whose gate is closed is held back by the runtime, its report is checked against the node's declared output schema, its success criteria (``until``) are
 checked by code, and the evidence of what it did (steps, actions, statuses, changed artifacts) is attached by the
 runtime from the gateway's records, never taken from the model's words. Workflow agent nodes and the fallback loop
 of ``workflow_fallback_react`` both run through here.
@@ -104,15 +104,12 @@ async def run_subagent(ctx: RunContext, agent: SubAgent, *, step: int, observati
             ctx.decide(handback.step, "workflow", agent.where, "node_done", {"node": agent.where, "by": "llm"})
             handback.report, finished = proposal.args, True
             break
-        spec = scenario.action_map.get(proposal.action)
-        if spec is not None and proposal.action in agent.tools and spec.kind == "task" and spec.gate is not None:
-            if not ctx.approved(spec.gate):  # never sent: the node's contract does not include an unapproved gate
-                reason = f"'{spec.name}' needs approval '{spec.gate}', which the workflow has not given"
-                ctx.decide(
-                    handback.step, "runtime", spec.name, "refused", {"guard": "gate_closed", "node": agent.where}
-                )
-                observations.append(f"step {handback.step}: {spec.name} -> refused by the runtime: {reason}")
-                continue
+        refusal = _refusal(ctx, agent, proposal.action)
+        if refusal is not None:  # never sent: the gateway would refuse it too, unless it only audits
+            guard, reason = refusal
+            ctx.decide(handback.step, "runtime", proposal.action, "refused", {"guard": guard, "node": agent.where})
+            observations.append(f"step {handback.step}: {proposal.action} -> refused by the runtime: {reason}")
+            continue
         handback.step += 1
         record = ctx.act(proposal.action, proposal.args, allowed=agent.tools, step=handback.step)
         handback.records.append(record)
@@ -134,6 +131,17 @@ async def run_subagent(ctx: RunContext, agent: SubAgent, *, step: int, observati
         },
     )
     return handback
+
+
+def _refusal(ctx: RunContext, agent: SubAgent, action: str) -> tuple[str, str] | None:
+    """(guard, reason) when the runtime will not send a proposal: a tool outside the node's list, or a gated tool
+    whose approval the workflow has not given."""
+    if action not in agent.tools:
+        return "node_tools", f"'{action}' is not one of node {agent.where}'s tools ({', '.join(agent.tools)})"
+    spec = ctx.scenario.action_map[action]
+    if spec.kind == "task" and spec.gate is not None and not ctx.approved(spec.gate):
+        return "gate_closed", f"'{action}' needs approval '{spec.gate}', which the workflow has not given"
+    return None
 
 
 def _check(ctx: RunContext, agent: SubAgent, handback: Handback, finished: bool) -> tuple[bool, str | None]:
