@@ -496,7 +496,8 @@ def _gated_field(s: Scenario, node: Node, gate: str) -> tuple[str, str] | None:
     """(field, action) where a node runs a task gated by ``gate``, or None."""
     if node.type in ("model_step", "action") and node.action is not None:
         spec = s.action_map[node.action]
-        return ("action", spec.name) if spec.kind == "task" and spec.gate == gate else None
+        if spec.kind == "task" and spec.gate == gate:
+            return "action", spec.name
     if node.type == "agent":
         for j, tool in enumerate(node.tools):
             spec = s.action_map[tool]
