@@ -32,7 +32,9 @@ def content_violations(checks: Sequence[OracleCheck], records: Sequence[ActionRe
 
 def _outside(check: WithinCheck, record: ActionRecord) -> list[str]:
     """One violation per argument the rule's schema refuses, named by its path (the whole args: the action alone)."""
-    errors = sorted(jsonschema.Draft202012Validator(check.args).iter_errors(record.args), key=lambda e: [str(p) for p in e.path])
+    errors = sorted(
+        jsonschema.Draft202012Validator(check.args).iter_errors(record.args), key=lambda e: [str(p) for p in e.path]
+    )
     where = dict.fromkeys(".".join(str(p) for p in error.absolute_path) for error in errors)
     return [f"outside:{check.action}" + (f".{path}" if path else "") for path in where]
 

@@ -168,7 +168,9 @@ class AnswerPolicy(_Strict):
     """
 
     text: str | None = Field(
-        None, pattern=PATH_PATTERN, description="Path into the args of the text checked for phrases; none: every string."
+        None,
+        pattern=PATH_PATTERN,
+        description="Path into the args of the text checked for phrases; none: every string.",
     )
     phrases: tuple[str, ...] = Field(
         (), description="Phrases the answer must not contain (case-insensitive), on top of the guard's own list."

@@ -304,7 +304,10 @@ def _check_params(action: ActionSpec, n: Node, where: str) -> Problem:
     defaults together make arguments the action takes (the hard-coded workflow runs exactly those)."""
     if n.params is None:
         if n.args:
-            return f"{where}.args", "fixed args on a model_step are the fixed part of a parameter template: declare params"
+            return (
+                f"{where}.args",
+                "fixed args on a model_step are the fixed part of a parameter template: declare params",
+            )
         return None
     problem = _schema_problem(n.params, f"{where}.params")
     if problem:
@@ -427,11 +430,12 @@ def _check_oracle(s: Scenario) -> Problem:
             return f"{where}.action", _unknown(
                 "task action", content.action, [a.name for a in s.actions if a.kind == "task"]
             )
-        if getattr(content, "arg", None) is not None:
+        arg = content.arg if content.type != "within" else None
+        if arg is not None:
             wrapped = {"type": "object", "properties": {"args": spec.args}, "additionalProperties": False}
-            reach = reach_schema(wrapped, f"args.{content.arg}", "")
+            reach = reach_schema(wrapped, f"args.{arg}", "")
             if not reach.ok:
-                return f"{where}.arg", f"'{content.arg}' is not an argument of '{spec.name}': {reach.problem}"
+                return f"{where}.arg", f"'{arg}' is not an argument of '{spec.name}': {reach.problem}"
         if content.type == "grounded":
             if content.match == "field_values" and content.field is None:
                 return f"{where}.field", "match: field_values needs the field whose values count"

@@ -119,7 +119,7 @@ class ReActGuardrails(Mode):
         calls: Counter[str],
         results: list[ActionRecord],
     ) -> tuple[str, str] | None:
-        """(guard, reason) of the first guard the proposal trips, before anything reaches the gateway; None: it passes."""
+        """(guard, reason) of the first guard the proposal trips, before anything reaches the gateway; None: passes."""
         if spec is None or name not in offered:
             return "allowlist", "not offered"
         problem = ctx.argument_problem(spec.name, args)
@@ -159,7 +159,13 @@ class ReActGuardrails(Mode):
             phrases = ", ".join(f'"{p}"' for p in (*self.forbidden_phrases, *policy.phrases))
             line = f"{spec.name} is an answer: it must not contain {phrases}"
             if policy.citations is not None:
-                what = f"a '{policy.field}' value" if policy.field else "a field name" if policy.match == "field_names" else "a value"
+                what = (
+                    f"a '{policy.field}' value"
+                    if policy.field
+                    else "a field name"
+                    if policy.match == "field_names"
+                    else "a value"
+                )
                 line += f"; every {policy.citations} must be {what} an earlier tool result returned"
             lines.append(line + ".")
         return "\n".join(lines)

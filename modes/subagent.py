@@ -1,9 +1,10 @@
 """The contract of an autonomous node (seed 001): a bounded inner ReAct loop that hands control back to code.
 
 The tools it may call are enforced by the runtime (anything else is refused before the gateway) and by the gateway
-(``allowed``), a gated tool whose gate is closed is held back by the runtime, its report is checked against the node's declared output schema, its success criteria (``until``) are
-checked by code, and the evidence of what it did (steps, actions, statuses, changed artifacts) is attached by the
-runtime from the gateway's records, never taken from the model's words. Workflow agent nodes and the fallback loop
+(``allowed``); a gated tool whose gate is closed is held back by the runtime; its report is checked against the
+node's declared output schema and its success criteria (``until``) by code; and the evidence of what it did (steps,
+actions, statuses, changed artifacts) is attached by the runtime from the gateway's records, never taken from the
+model's words. Workflow agent nodes and the fallback loop
 of ``workflow_fallback_react`` both run through here.
 """
 
@@ -96,9 +97,7 @@ async def run_subagent(ctx: RunContext, agent: SubAgent, *, step: int, observati
         if agent.output is None and agent.until is not None and ctx.holds(agent.until):
             break
         messages = [system, user_message(observations, question)]
-        reply = await ctx.propose(
-            "next_action", messages, schema, offered, step=handback.step + 1, catalog=catalog
-        )
+        reply = await ctx.propose("next_action", messages, schema, offered, step=handback.step + 1, catalog=catalog)
         proposal = read_step(reply.proposal)
         if proposal.action == finish.name:
             ctx.decide(handback.step, "workflow", agent.where, "node_done", {"node": agent.where, "by": "llm"})

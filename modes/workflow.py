@@ -109,7 +109,9 @@ class WorkflowWalk:
                 record = ctx.request_approval(gate, step=self.step)
                 self.observations.append(observation_line(record))
                 if record.status != "wait_recorded":
-                    return await self.fail(node, f"approval request {record.status}: {record.observation.get('detail')}")
+                    return await self.fail(
+                        node, f"approval request {record.status}: {record.observation.get('detail')}"
+                    )
                 decision = ctx.suspend(self.step, "workflow", gate, {"node": node.id})
                 self.observations.append(decision_line(self.step, decision))
                 if decision.decision == "revise":
@@ -261,7 +263,8 @@ class WorkflowWalk:
 
     def leads_to(self, target: str, depth: int = 4) -> tuple[tuple[str, Any], ...]:
         """The first actions down a route (following code's way), with their fixed arguments where fixed."""
-        nodes, found, seen = self.ctx.scenario.node_map, [], set()
+        nodes, seen = self.ctx.scenario.node_map, set()
+        found: list[tuple[str, Any]] = []
         current: str | None = target
         while current is not None and current not in seen and len(found) < depth:
             seen.add(current)
@@ -284,11 +287,16 @@ class WorkflowWalk:
         ctx = self.ctx
         self.failures[node.id] += 1
         contract = node.on_failure
-        detail = {"node": node.id, "reason": reason, "failures": self.failures[node.id]}
+        detail: dict[str, Any] = {"node": node.id, "reason": reason, "failures": self.failures[node.id]}
         if contract is not None and self.failures[node.id] <= contract.retry:
             ctx.decide(self.step, "workflow", node.id, "retry", detail)
             return node.id
-        if contract is not None and contract.react is not None and self.style.falls_back and node.id not in self.fell_back:
+        if (
+            contract is not None
+            and contract.react is not None
+            and self.style.falls_back
+            and node.id not in self.fell_back
+        ):
             loop = contract.react
             self.fell_back.add(node.id)  # once until the node succeeds: a loop that did not help is not run again
             ctx.decide(self.step, "workflow", node.id, "fallback_react", {**detail, "tools": list(loop.tools)})
@@ -309,12 +317,12 @@ class WorkflowWalk:
             if handback.met:  # control returns to the workflow: the node runs again, its retries fresh
                 self.failures[node.id] = 0
                 return node.id
-            detail = {**detail, "reason": f"{reason}; fallback loop: {handback.reason}"}
+            reason = f"{reason}; fallback loop: {handback.reason}"
+            detail = {**detail, "reason": reason}
         if contract is not None and contract.fallback is not None:
             ctx.decide(self.step, "workflow", contract.fallback, "fallback", detail)
             return contract.fallback
         code = contract.return_error if contract is not None and contract.return_error else None
-        reason = detail["reason"]
         return self.error(node, f"{code}: {reason}" if code else f"node '{node.id}' failed: {reason}")
 
     def error(self, node: Node, message: str) -> ModeResult:

@@ -173,7 +173,12 @@ def test_the_model_fills_the_slots_and_nothing_else():
     outcome, events = mode_run(PROMOTION, "workflow_param", answer)
     [ignored] = of_kind(events, "decision", "ignored")
     assert ignored.detail["keys"] == ["product"]
-    assert committed_copy(events) == {**FIXED, "headline": "Strider 3: 20% off", "tone": "premium", "discount_percent": 20}
+    assert committed_copy(events) == {
+        **FIXED,
+        "headline": "Strider 3: 20% off",
+        "tone": "premium",
+        "discount_percent": 20,
+    }
     assert outcome.oracle_passed
 
 
@@ -317,7 +322,12 @@ def test_an_answer_the_output_filter_refuses_is_blocked_before_anything_commits(
 
 # ---------------------------------------------------------------- hybrid_planner (5): a person reviews the plan
 
-BLOG_PLAN = plan(("create_brief", {"topic": "who decides"}), "wait_for_approval", ("write_draft", {"title": "t", "body": "b"}), "finish")
+BLOG_PLAN = plan(
+    ("create_brief", {"topic": "who decides"}),
+    "wait_for_approval",
+    ("write_draft", {"title": "t", "body": "b"}),
+    "finish",
+)
 
 
 class AlwaysRevise:
@@ -328,13 +338,18 @@ class AlwaysRevise:
 def test_nothing_runs_before_the_plan_review_and_standing_there_is_not_the_storys_stop():
     outcome, events = mode_run(BLOG, "hybrid_planner", BLOG_PLAN)
     [stop] = of_kind(events, "suspend")
-    assert stop.action == "plan_review" and [s["action"] for s in stop.detail["plan"]][:2] == ["create_brief", "wait_for_approval"]
+    assert stop.action == "plan_review" and [s["action"] for s in stop.detail["plan"]][:2] == [
+        "create_brief",
+        "wait_for_approval",
+    ]
     assert not of_kind(events, "action") and outcome.steps == 0
     assert (outcome.status, outcome.suspended_at, outcome.stop_verdict) == ("suspended", "plan_review", "wrong_place")
 
 
 def test_a_revision_sends_the_reviewers_note_to_the_planner_then_the_plan_runs_and_stops_at_its_wait():
-    model = Answers(BLOG_PLAN, BLOG_PLAN, plan("wait_for_approval", ("write_draft", {"title": "t", "body": "b"}), "finish"))
+    model = Answers(
+        BLOG_PLAN, BLOG_PLAN, plan("wait_for_approval", ("write_draft", {"title": "t", "body": "b"}), "finish")
+    )
     outcome, events = mode_run(
         BLOG, "hybrid_planner", model=model, approver=lambda seed: ScriptedApprover("approve_after_revision")
     )
@@ -358,7 +373,7 @@ def test_a_revision_sends_the_reviewers_note_to_the_planner_then_the_plan_runs_a
 
 
 def test_a_rejected_plan_ends_the_run_with_nothing_done():
-    outcome, events = mode_run(BLOG, "hybrid_planner", BLOG_PLAN, approver=lambda seed: ScriptedApprover("reject"))
+    outcome, _ = mode_run(BLOG, "hybrid_planner", BLOG_PLAN, approver=lambda seed: ScriptedApprover("reject"))
     assert (outcome.status, outcome.suspended_at, outcome.steps) == ("rejected_by_human", "plan_review", 0)
 
 
@@ -377,7 +392,9 @@ MAPPING = {"key": "customer_no", "fields": {"CUST_NO": "customer_no"}}
 FIRST = plan(
     "inspect_source", ("write_mapping", MAPPING), "backup_target", "dry_run", "request_cutover_approval", "finish"
 )
-SECOND = plan(("write_mapping", {**MAPPING, "encoding": "WE8ISO8859P1"}), "dry_run", "request_cutover_approval", "finish")
+SECOND = plan(
+    ("write_mapping", {**MAPPING, "encoding": "WE8ISO8859P1"}), "dry_run", "request_cutover_approval", "finish"
+)
 
 
 def test_a_failed_plan_step_sends_the_rest_back_to_the_planner():
