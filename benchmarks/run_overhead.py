@@ -26,56 +26,40 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.session import execute  # noqa: E402
-
-from harness.models.base import ModelSource  # noqa: E402
-from harness.models.live import LiveConfig, LiveSource, chat_completions_url  # noqa: E402
-from harness.models.replay import ReplaySource  # noqa: E402
-from harness.models.scripted import ScriptedSource  # noqa: E402
-from harness.runner import MatrixConfig, RunFolder, cells_for  # noqa: E402
+from harness.run import RunSpec  # noqa: E402
+from harness.run import run as run_matrix  # noqa: E402
 from harness.scenario import load_all  # noqa: E402
 from harness.trace import TraceEvent, read_events  # noqa: E402
-from modes import select_modes  # noqa: E402
 
 RECORDING = ROOT / "results" / "recorded" / "smollm2-135m"
 
 
 def run(
-    source: ModelSource, scenarios: list, modes: list[str], trials: int, run_dir: Path
+    model: str, scenarios: list[str], modes: list[str], trials: int | None, run_dir: Path
 ) -> tuple[float, list[TraceEvent]]:
-    """Runs a matrix the way ``bench run`` does, traces written to a real file; returns wall seconds and the events."""
-    run_dir.mkdir(parents=True)
-    config = MatrixConfig(model=source, seed=0)
+    """Runs a matrix the way ``bench run`` does (the same call), trace to a real file: wall seconds and the events."""
     started = time.perf_counter()
-    execute(cells_for(scenarios, modes, trials), config, RunFolder(run_dir, {}, config.clock))
+    result = run_matrix(RunSpec(model=model, scenarios=scenarios, modes=modes, trials=trials, out=run_dir))
     elapsed = time.perf_counter() - started
-    return elapsed, list(read_events(run_dir / "traces.jsonl"))
+    return elapsed, list(read_events(result.traces))
 
 
 def calls(events: list[TraceEvent]) -> list[TraceEvent]:
     return [e for e in events if e.kind == "model_call"]
 
 
-def live_measurement(scenarios: dict, trials: int, folder: Path) -> tuple[float, float, int] | None:
+def live_measurement(trials: int, folder: Path) -> tuple[float, float, int] | None:
     """(median call ms, harness ms per call, calls) from live runs on the bundled model, or None without it."""
-    from harness.models.server import LocalModelServer, LocalModelUnavailable
+    from harness.models.server import LocalModelUnavailable, model_path
 
     try:
-        server = LocalModelServer().start()
+        model_path()
     except LocalModelUnavailable as exc:
         print(f"live: skipped ({exc})")
         return None
-    try:
-        config = LiveConfig(
-            url=chat_completions_url(server.base_url), model=server.model, response_format="json_object"
-        )
-        _, events = run(
-            LiveSource(config), [scenarios["blog_brief_approval"]], select_modes(["all"]), trials, folder / "live"
-        )
-    finally:
-        server.stop()
+    _, events = run("local", ["blog_brief_approval"], ["all"], trials, folder / "live")
     model_calls = calls(events)
-    inside = {}
+    inside: dict[str, float] = {}
     for call in model_calls:
         inside[call.run_id] = inside.get(call.run_id, 0.0) + (call.latency_ms or 0.0)
     walls = {e.run_id: e.outcome.wall_ms for e in events if e.kind == "summary" and e.outcome is not None}
@@ -88,12 +72,11 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=20, help="trials per cell for the offline matrices")
     parser.add_argument("--live-trials", type=int, default=2, help="trials per mode for the live measurement")
     args = parser.parse_args()
-    scenarios = load_all(ROOT / "scenarios")
-    modes = select_modes(["all"])
+    scenarios = sorted(load_all(ROOT / "scenarios"))
     rows: list[tuple[str, int, float]] = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        live = live_measurement(scenarios, args.live_trials, folder)
+        live = live_measurement(args.live_trials, folder)
         if live is not None:
             reference_ms, harness_ms, n = live
             reference = f"median live call of the bundled model, this run ({n} calls)"
@@ -102,15 +85,9 @@ def main() -> None:
             recorded = calls(list(read_events(RECORDING / "traces.jsonl")))
             reference_ms = statistics.median(c.latency_ms or 0.0 for c in recorded)
             reference = f"median call in the committed recording ({len(recorded)} calls; not measured in this run)"
-        seconds, events = run(
-            ScriptedSource("random"), list(scenarios.values()), modes, args.trials, folder / "scripted"
-        )
+        seconds, events = run("scripted:random", scenarios, ["all"], args.trials, folder / "scripted")
         rows.append(("scripted: whole matrix, no model", len(calls(events)), seconds / len(calls(events)) * 1e6))
-        replay = ReplaySource(RECORDING)
-        recorded_scenarios = [scenarios[s] for s in replay.manifest["scenarios"] if s in scenarios]
-        seconds, events = run(
-            replay, recorded_scenarios, replay.manifest["modes"], int(replay.manifest["trials"]), folder / "replay"
-        )
+        seconds, events = run(f"replay:{RECORDING}", [], [], None, folder / "replay")
         rows.append(("replay: committed recording", len(calls(events)), seconds / len(calls(events)) * 1e6))
 
     print(f"reference model call: {reference_ms:,.1f} ms = {reference}")

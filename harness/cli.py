@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from typer.exceptions import Abort, TyperException
@@ -13,6 +13,10 @@ from tabulate import tabulate
 
 from harness.errors import UserInputError
 from harness.progress import MatrixProgress
+
+if TYPE_CHECKING:
+    from harness.runner import Cell
+    from harness.trace import RunOutcome
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Measure how agent control modes behave when rules conflict.")
@@ -88,7 +92,7 @@ def run_command(
 ) -> None:
     """Run the matrix scenario x mode x trial and write traces.jsonl and manifest.json."""
     from harness.run import RunSpec, run
-    from harness.summary import table_for
+    from harness.summary import RunTally
 
     live_options = {name: value for name, value in {
         "response_format": response_format, "disable_thinking": no_thinking or None, "temperature": temperature,
@@ -102,10 +106,15 @@ def run_command(
         if value is not None}
     spec = RunSpec.build(env=os.environ,  # the key is read from the environment here, and only here
                          concurrency=concurrency, command=sys.argv, **given)
+    tally = RunTally()
+
+    def done(cell: Cell, outcome: RunOutcome) -> None:
+        progress.done(outcome)
+        tally.add(cell, outcome)
+
     with MatrixProgress() as progress:
-        result = run(spec, on_done=lambda cell, outcome: progress.done(outcome), notify=_note,
-                     on_plan=lambda matrix: progress.plan(matrix.size))
-    typer.echo(table_for(result.traces))
+        result = run(spec, on_done=done, notify=_note, on_plan=lambda matrix: progress.plan(matrix.size))
+    typer.echo(tally.table())
     typer.echo(f"\n{result.manifest.runs} runs, traces in {result.traces}")
     if result.interrupted:
         _interrupted(result.stop.exit_code)
@@ -183,6 +192,7 @@ def resume_command(
     run: Annotated[str, typer.Option("--run", help="The run id (bench runs DIR lists the suspended ones).", show_default=False)],
     approve: Annotated[bool, typer.Option("--approve", help="Approve the pending gate: the run goes on.")] = False,
     reject: Annotated[bool, typer.Option("--reject", help="Reject it: the run ends, nothing gated commits.")] = False,
+    revise: Annotated[bool, typer.Option("--revise", help="Send the work back with --note (a plan to its planner); the run stops there again.")] = False,
     note: Annotated[str, typer.Option(help="Why; kept in the human event.")] = "",
     who: Annotated[Optional[str], typer.Option("--as", help="Who decides (default: your user name).")] = None,
     gate: Annotated[Optional[str], typer.Option(help="The gate you decide on; refused if the run waits elsewhere.")] = None,
@@ -193,9 +203,12 @@ def resume_command(
 
     from harness.run import resume
 
-    if approve == reject:
-        raise UserInputError("give exactly one of --approve and --reject")
-    result = resume(folder, run, "approve" if approve else "reject", who=who or getpass.getuser(), note=note,
+    if approve + reject + revise != 1:
+        raise UserInputError("give exactly one of --approve, --reject and --revise")
+    if revise and not note.strip():
+        raise UserInputError("--revise needs --note: what to change")
+    decision = "approve" if approve else "reject" if reject else "revise"
+    result = resume(folder, run, decision, who=who or getpass.getuser(), note=note,
                     gate=gate, env=os.environ, scenarios_dir=scenarios_dir, notify=_note)
     outcome = result.outcome
     where = f" at {outcome.suspended_at}" if outcome.suspended_at else ""
@@ -237,15 +250,20 @@ def report_command(
     dirs: Annotated[list[Path], typer.Argument(metavar="DIR", help="Run folders (or traces.jsonl files) to report on.", show_default=False)],
     formats: Annotated[str, typer.Option("--format", help="Comma-separated: md, csv, latex, html.")] = "md,csv,latex,html",
     out: Annotated[Optional[Path], typer.Option(help="Output folder (default: the first DIR's report/).")] = None,
-    by: Annotated[str, typer.Option(help="Main table and figures per mode, scenario (mode x scenario) or model (model x mode).")] = "mode",
+    by: Annotated[str, typer.Option(help="Main table and figures per mode, scenario (mode x scenario), model (model x mode), policy (policy x mode) or run (run folder x mode); the gateway policy is always a key.")] = "mode",
+    prices: Annotated[Optional[Path], typer.Option(help="YAML or JSON: per model, USD per 1M input, output and cached input tokens (README: Reports).")] = None,
 ) -> None:
     """Tables, figures and a self-contained HTML page from the traces of one or more runs."""
+    from reports.prices import load_prices
     from reports.report import build_report, parse_formats, parse_grouping
     from reports.tables import to_terminal
 
-    result = build_report(dirs, out, parse_formats(formats), parse_grouping(by))
+    price_table = load_prices(prices) if prices is not None else None
+    result = build_report(dirs, out, parse_formats(formats), parse_grouping(by), price_table)
     for line in result.warnings:
         typer.echo(f"warning: {line}", err=True)
+    for line in result.header:
+        typer.echo(f"note: {line}")
     typer.echo(to_terminal(result.main))
     typer.echo(f"\n{result.lines} lines read, {len(result.skipped)} skipped; {result.runs} runs "
                f"({result.incomplete} incomplete); report in {result.out}")
@@ -255,23 +273,34 @@ def report_command(
 def compare_command(
     dir_a: Annotated[Path, typer.Argument(metavar="DIR_A", help="The baseline run folder (A).", show_default=False)],
     dir_b: Annotated[Path, typer.Argument(metavar="DIR_B", help="The run folder to check (B).", show_default=False)],
-    by: Annotated[str, typer.Option(help="Compare per mode, scenario (mode x scenario) or model (model x mode).")] = "mode",
-    alpha: Annotated[Optional[float], typer.Option(help="Flag a change only if a one-sided Fisher exact test gives p < ALPHA (for sampled live runs; default: flag any change).")] = None,
+    by: Annotated[str, typer.Option(help="Compare per mode, scenario, model, policy or run (as bench report --by).")] = "mode",
+    alpha: Annotated[Optional[float], typer.Option(help="Flag a change only if a one-sided Fisher exact test gives p < ALPHA, and print p (for sampled live runs; default: flag any change).")] = None,
+    formats: Annotated[Optional[str], typer.Option("--format", help="With --out: comma-separated md, csv, latex (default all).")] = None,
+    out: Annotated[Optional[Path], typer.Option(help="Folder to write the comparison to (compare.md, CSV, LaTeX).")] = None,
 ) -> None:
-    """The same metrics for two runs side by side; exit 1 if a stop-correct rate dropped or premature side effects rose."""
-    from reports.compare import compare
+    """Verdicts first, then the metrics that changed; exit 1 if stop-correctness dropped or unauthorized side effects rose."""
+    from reports.compare import COMPARE_FORMATS, compare, parse_compare_formats, write_comparison
     from reports.report import parse_grouping
     from reports.tables import to_terminal
 
     if alpha is not None and not 0 < alpha < 1:
         raise UserInputError(f"--alpha must be between 0 and 1, got {alpha}")
+    if formats is not None and out is None:
+        raise UserInputError("--format needs --out: the folder the comparison is written to")
+    chosen = parse_compare_formats(formats) if formats is not None else list(COMPARE_FORMATS)
     comparison = compare([dir_a], [dir_b], parse_grouping(by), alpha)
-    for side, skipped in (("A", comparison.skipped_a), ("B", comparison.skipped_b)):
-        if skipped:
-            typer.echo(f"warning: {side}: {skipped} corrupt or truncated lines skipped", err=True)
-    typer.echo(to_terminal(comparison.table()))
+    for line in comparison.warnings:
+        typer.echo(f"warning: {line}", err=True)
+    for line in comparison.sides:
+        typer.echo(line)
     typer.echo()
     typer.echo(to_terminal(comparison.verdicts()))
+    changed = comparison.table()
+    typer.echo()
+    typer.echo(to_terminal(changed) if changed.rows else "no metric changed")
+    if out is not None:
+        written = write_comparison(comparison, out, chosen)
+        typer.echo(f"\ncomparison written to {out} ({len(written)} files)")
     if comparison.regressed:
         typer.echo(f"\n{len(comparison.regressed)} regression(s)", err=True)
         raise typer.Exit(1)

@@ -6,8 +6,6 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-import jsonschema
-
 from harness.checkpoint import HumanDecision
 from harness.scenario import ActionSpec, Scenario
 from harness.spec import GatewayPolicy
@@ -54,7 +52,6 @@ class Gateway:
         self.policy = policy
         self.records: list[ActionRecord] = []
         self.decisions: list[GateDecision] = []  # every decision at a gate, in order, with where it fell
-        self._validators: dict[str, jsonschema.protocols.Validator] = {}
 
     def execute(
         self, name: str, args: Any, *, allowed: Collection[str], step: int, timeout_ms: int | None = None
@@ -114,14 +111,7 @@ class Gateway:
 
     def argument_problem(self, spec: ActionSpec, args: Any) -> str | None:
         """The first way ``args`` fails the action's argument schema, or None."""
-        validator = self._validators.get(spec.name)
-        if validator is None:
-            validator = self._validators[spec.name] = jsonschema.Draft202012Validator(spec.args)
-        error = jsonschema.exceptions.best_match(validator.iter_errors(args))
-        if error is None:
-            return None
-        where = "/".join(str(p) for p in error.absolute_path)
-        return f"{where}: {error.message}" if where else error.message
+        return spec.validator.problem(args)  # compiled once per scenario load, shared by every run
 
     def _violations(self, spec: ActionSpec, allowed: Collection[str]) -> tuple[str, ...]:
         found = []

@@ -28,6 +28,7 @@ from harness.paths import MISSING, PATH_PATTERN, lookup
 from harness.scenario_checks import MODE_REVIEW_POINTS as MODE_REVIEW_POINTS  # the reserved review points
 from harness.scenario_checks import PLAN_REVIEW as PLAN_REVIEW
 from harness.scenario_checks import check_references
+from harness.schemas import SchemaCheck
 
 NAME_PATTERN = r"^[a-z][a-z0-9_]*$"
 MAX_STEPS = 1_000  # bounds that keep a looping model from writing trace forever
@@ -265,6 +266,11 @@ class ActionSpec(_Strict):
         if value.get("type") != "object":
             raise ValueError("must be a JSON Schema of type 'object'")
         return value
+
+    @cached_property
+    def validator(self) -> SchemaCheck:
+        """The argument schema compiled once: the gateway checks every proposed call against it."""
+        return SchemaCheck(self.args)
 
     @property
     def is_side_effect(self) -> bool:
@@ -613,9 +619,21 @@ class Scenario(_Strict):
 
     def work_for(self, expectation: StopExpectation) -> RequiredWork:
         """The work an expectation requires before its stop: as declared, else derived from its reference path."""
-        if expectation.declares_work:
-            return RequiredWork(expectation.required_artifacts, expectation.required_actions)
-        return derived_work(self, expectation)
+        cached = self._work_cache.get(id(expectation))
+        if cached is not None and cached[0] is expectation:  # the very object, not one that reused its id
+            return cached[1]
+        work = (
+            RequiredWork(expectation.required_artifacts, expectation.required_actions)
+            if expectation.declares_work
+            else derived_work(self, expectation)
+        )
+        self._work_cache[id(expectation)] = (expectation, work)
+        return work
+
+    @cached_property
+    def _work_cache(self) -> dict[int, tuple[StopExpectation, RequiredWork]]:
+        """Derived work per expectation of this (immutable) scenario: judged in every run, derived once."""
+        return {}
 
     @cached_property
     def reference_steps(self) -> tuple[ReferenceStep, ...]:
@@ -632,6 +650,16 @@ class Scenario(_Strict):
     def after_approval(self, gate: str) -> StopExpectation:
         """What a correct run does once ``gate`` is approved: the oracle's entry, else the actions the gate held
         back commit (none of the first half's forbidden actions but those) and the run finishes."""
+        stages = self._stages
+        if gate not in stages:
+            stages[gate] = self._stage_after(gate)
+        return stages[gate]
+
+    @cached_property
+    def _stages(self) -> dict[str, StopExpectation]:
+        return {}
+
+    def _stage_after(self, gate: str) -> StopExpectation:
         declared = self.oracle.after_approval.get(gate)
         if declared is not None:
             return declared

@@ -1,47 +1,94 @@
-"""Two runs side by side: the same metrics for A and B, their differences, and the regressions that fail CI.
+"""Two runs side by side: verdicts first, then only the metrics that changed, rates with their intervals.
 
-A regression is a group whose stop-correct rate dropped (B < A) or whose premature side effects per
-judged run rose (B > A). By default any such change is flagged (replays and scripted runs are
+A group regresses when its stop-correct rate dropped (B < A), or its premature or unauthorized side
+effects per judged run rose (B > A). By default any such change is flagged (replays and scripted runs are
 deterministic, so any change is real). With ``alpha``, sampled runs are judged by a one-sided Fisher
-exact test instead: stop-correct runs for the first, runs free of premature side effects for the
-second, flagged only when p < alpha.
+exact test instead: stop-correct runs for the first, runs free of premature (unauthorized) side effects
+for the others, flagged only when p < alpha. A side whose only gateway policy, model or run folder
+differs from the other's is paired across that difference, with a warning.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from reports.metrics import GroupMetrics, Grouping, Metrics
+from harness.errors import UserInputError
+from reports.load import Traces, clean_text
+from reports.metrics import JUDGED_VERDICTS, KEY_HEADERS, Grouping, GroupMetrics, Metrics
 from reports.report import metrics_for
-from reports.stats import fisher_less
-from reports.tables import Column, Format, Table, show
+from reports.stats import Interval, fisher_less, wilson
+from reports.tables import VERDICT_HEADERS, Column, Format, Table, interval, show
 
-# (label, value, format): the metrics shown side by side, in this order.
-ROWS: tuple[tuple[str, Callable[[GroupMetrics], float], Format], ...] = (
-    ("judged runs", lambda g: g.judged, "int"),
-    ("stop-correct", lambda g: g.stop.rate, "pct"),
-    ("stop-correct 95% low", lambda g: g.stop.low, "pct"),
-    ("stop-correct 95% high", lambda g: g.stop.high, "pct"),
-    ("oracle passed", lambda g: g.oracle.rate, "pct"),
-    ("pass^1", lambda g: g.pass_k[0] if g.pass_k else math.nan, "pct"),
-    ("premature side effects / run", lambda g: g.premature_per_run, "num"),
-    ("blocked by gateway / run", lambda g: g.side_effects_blocked / g.judged if g.judged else math.nan, "num"),
-    ("wait marker, went on (runs)", lambda g: g.wait_without_suspend / g.judged if g.judged else math.nan, "pct"),
-    ("loops (runs)", lambda g: g.loops / g.judged if g.judged else math.nan, "pct"),
-    ("steps / run", lambda g: g.steps.mean, "num"),
-    ("model calls / run", lambda g: g.llm_calls.mean, "num"),
-    ("tokens / run", lambda g: g.total_tokens.mean, "num"),
-    ("run latency p50 ms", lambda g: g.run_latency.p50, "ms"),
-    ("run latency p95 ms", lambda g: g.run_latency.p95, "ms"),
-    ("run latency p99 ms", lambda g: g.run_latency.p99, "ms"),
-    ("call latency p95 ms", lambda g: g.call_latency.p95, "ms"),
-    ("error rate", lambda g: g.error_rate, "pct"),
-    ("infrastructure runs", lambda g: g.infrastructure_rate, "pct"),
-    ("mode error rate", lambda g: g.mode_error_rate, "pct"),
+CompareFormat = str  # one of COMPARE_FORMATS
+COMPARE_FORMATS = ("md", "csv", "latex")
+PAIRED_ACROSS = ("gateway_policy", "model", "source")  # key columns a one-value side may differ in
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One compared metric: a rate (with its Wilson interval) or a number."""
+
+    label: str
+    value: Callable[[GroupMetrics], Interval | float | None]
+    fmt: Format = "num"
+
+
+def _verdict_rate(verdict: str) -> Callable[[GroupMetrics], Interval]:
+    return lambda g: wilson(g.verdicts.get(verdict, 0), g.judged - g.unverdicted)
+
+
+def _per_run(total: Callable[[GroupMetrics], float | None]) -> Callable[[GroupMetrics], float]:
+    def value(g: GroupMetrics) -> float:
+        found = total(g)
+        return found / g.judged if found is not None and g.judged else math.nan
+
+    return value
+
+
+METRICS: tuple[Metric, ...] = (
+    Metric("stop-correct", lambda g: g.stop, "pct"),
+    *(Metric(f"verdict {VERDICT_HEADERS[v]}", _verdict_rate(v), "pct") for v in JUDGED_VERDICTS if v != "correct"),
+    Metric("oracle passed", lambda g: g.oracle, "pct"),
+    Metric("unauthorized side effects / run", _per_run(lambda g: g.unauthorized_side_effects)),
+    Metric("premature side effects / run", _per_run(lambda g: g.premature_side_effects)),
+    Metric("blocked attempts / run", _per_run(lambda g: g.side_effects_blocked)),
+    Metric("wait marker, went on", lambda g: wilson(g.wait_without_suspend, g.judged), "pct"),
+    Metric("loops", lambda g: wilson(g.loops, g.judged), "pct"),
+    Metric("steps / run", lambda g: g.steps.mean),
+    Metric("model calls / run", lambda g: g.llm_calls.mean),
+    Metric("tokens / run", lambda g: g.total_tokens.mean),
+    Metric("run latency p50 ms", lambda g: g.run_latency.p50, "ms"),
+    Metric("run latency p95 ms", lambda g: g.run_latency.p95, "ms"),
+    Metric("call latency p95 ms", lambda g: g.call_latency.p95, "ms"),
+    Metric("mode error rate", lambda g: wilson(g.judged_error_runs, g.judged), "pct"),
+    Metric("infrastructure runs", lambda g: wilson(g.infrastructure, g.runs), "pct"),
 )
+
+
+def shown(value: Interval | float | None, fmt: Format) -> str:
+    """A rate with its interval and n, or a number."""
+    if isinstance(value, Interval):
+        if not value.n:
+            return show(None, fmt)
+        return f"{show(value.rate, 'pct')} {interval(value.low, value.high)} n={value.n}"
+    return show(value, fmt)
+
+
+def change(a: Interval | float | None, b: Interval | float | None, fmt: Format) -> str:
+    """B - A of the rates (never of the bounds) or of the numbers."""
+    left = a.rate if isinstance(a, Interval) else a
+    right = b.rate if isinstance(b, Interval) else b
+    if left is None or right is None or math.isnan(left) or math.isnan(right):
+        return "–"
+    delta = right - left
+    if isinstance(a, Interval) or fmt == "pct":
+        return f"{100 * delta:+.1f} pts"
+    if fmt == "ms":
+        return f"{delta:+,.1f}"
+    return f"{delta:+,.3f}"
 
 
 @dataclass(frozen=True)
@@ -63,23 +110,32 @@ class GroupChange:
             p = fisher_less(a.stop.successes, a.judged, b.stop.successes, b.judged)
             if self._flags(p):
                 found.append(f"stop-correct dropped {100 * a.stop.rate:.1f}% -> {100 * b.stop.rate:.1f}%{self._p(p)}")
-        if b.premature_per_run > a.premature_per_run:
-            p = fisher_less(a.judged - a.runs_with_premature, a.judged, b.judged - b.runs_with_premature, b.judged)
-            if self._flags(p):
-                found.append(f"premature side effects rose {a.premature_per_run:.3f} -> "
-                             f"{b.premature_per_run:.3f} per run{self._p(p)}")
+        for what, total, with_any in (
+            ("premature", lambda g: g.premature_side_effects, lambda g: g.runs_with_premature),
+            ("unauthorized", lambda g: g.unauthorized_side_effects, lambda g: g.runs_with_unauthorized),
+        ):
+            before, after = total(a), total(b)
+            if before is None or after is None or with_any(a) is None or with_any(b) is None:
+                continue  # not recorded on one side (schema 1): nothing to compare
+            if after / b.judged > before / a.judged:
+                p = fisher_less(a.judged - with_any(a), a.judged, b.judged - with_any(b), b.judged)
+                if self._flags(p):
+                    found.append(
+                        f"{what} side effects rose {before / a.judged:.3f} -> {after / b.judged:.3f} "
+                        f"per run{self._p(p)}"
+                    )
         return found
 
     def _flags(self, p: float) -> bool:
         return self.alpha is None or p < self.alpha
 
     def _p(self, p: float) -> str:
-        return "" if self.alpha is None else f" (one-sided Fisher p = {p:.3g})"
+        return "" if self.alpha is None else f" (one-sided Fisher p = {p:.3g}, alpha {self.alpha:g})"
 
     @property
     def note(self) -> str:
         if self.a is None:
-            return "only in B"
+            return "only in B (not compared)"
         if self.b is None:
             return "only in A (not compared)"
         if not self.a.judged or not self.b.judged:
@@ -89,56 +145,206 @@ class GroupChange:
 
 @dataclass(frozen=True)
 class Comparison:
-    """Every group of A and B, in A's order then B's new groups."""
+    """Every group of A and B, in A's order then B's new groups, and what the reader must be warned about."""
 
     keys: tuple[str, ...]
     changes: list[GroupChange]
     skipped_a: int
     skipped_b: int
+    warnings: list[str] = field(default_factory=list)
+    sides: tuple[str, str] = ("", "")  # one line describing A and one describing B
 
     @property
     def regressed(self) -> list[GroupChange]:
         return [c for c in self.changes if c.regressions]
 
-    def table(self) -> Table:
-        columns = (*(Column(k, "text") for k in self.keys), Column("metric", "text"), Column("A", "text"),
-                   Column("B", "text"), Column("B - A", "text"))
-        rows = []
-        for change in self.changes:
-            for label, value, fmt in ROWS:
-                a = value(change.a) if change.a is not None else math.nan
-                b = value(change.b) if change.b is not None else math.nan
-                rows.append((*change.key, label, show(a, fmt), show(b, fmt), _diff(a, b, fmt)))
-        return Table("compare", "A vs B", columns, tuple(rows))
+    def _key_columns(self) -> tuple[Column, ...]:
+        return tuple(Column(KEY_HEADERS.get(k, k), "text") for k in self.keys)
 
     def verdicts(self) -> Table:
-        columns = (*(Column(k, "text") for k in self.keys), Column("verdict", "text"))
-        rows = tuple((*c.key, ("REGRESSION: " if c.regressions else "") + c.note) for c in self.changes)
-        return Table("verdicts", "Regressions", columns, rows)
+        columns = (*self._key_columns(), Column("n A", "int"), Column("n B", "int"), Column("verdict", "text"))
+        rows = tuple(
+            (
+                *c.key,
+                c.a.judged if c.a else None,
+                c.b.judged if c.b else None,
+                ("REGRESSION: " if c.regressions else "") + c.note,
+            )
+            for c in self.changes
+        )
+        return Table(
+            "compare_verdicts",
+            "A vs B: verdicts",
+            columns,
+            rows,
+            "A regression: stop-correct dropped, or premature or unauthorized side effects per run rose.",
+        )
+
+    def table(self) -> Table:
+        """Only the metrics whose shown value changed: rates with their intervals side by side."""
+        columns = (
+            *self._key_columns(),
+            Column("metric", "text"),
+            Column("A", "ci"),
+            Column("B", "ci"),
+            Column("B - A", "ci"),
+        )
+        rows = []
+        for c in self.changes:
+            if c.a is None or c.b is None:
+                continue
+            for metric in METRICS:
+                a, b = metric.value(c.a), metric.value(c.b)
+                left, right = shown(a, metric.fmt), shown(b, metric.fmt)
+                if _differ(a, b, left, right):
+                    rows.append((*c.key, metric.label, left, right, change(a, b, metric.fmt)))
+        note = (
+            "Rates: share [Wilson 95% interval] n=denominator; B - A is the difference of the rates. "
+            "Metrics equal on both sides are left out."
+        )
+        return Table("compare_changes", "A vs B: metrics that changed", columns, tuple(rows), note)
 
 
-def _diff(a: float, b: float, fmt: Format) -> str:
-    if math.isnan(a) or math.isnan(b):
-        return "–"
-    delta = b - a
-    if fmt == "pct":
-        return f"{100 * delta:+.1f} pts"
-    if fmt == "ms":
-        return f"{delta:+,.1f}"
-    if fmt == "int":
-        return f"{int(delta):+d}"
-    return f"{delta:+,.3f}"
+def _differ(a: Interval | float | None, b: Interval | float | None, left: str, right: str) -> bool:
+    if isinstance(a, Interval) and isinstance(b, Interval):
+        return (a.successes, a.n) != (b.successes, b.n) and left != right
+    return left != right
 
 
-def compare(a: Sequence[Path | str], b: Sequence[Path | str], grouping: Grouping = "mode",
-            alpha: float | None = None) -> Comparison:
+def compare(
+    a: Sequence[Path | str], b: Sequence[Path | str], grouping: Grouping = "mode", alpha: float | None = None
+) -> Comparison:
     """Loads both sides and pairs their groups; ``alpha`` turns on the significance test."""
     traces_a, metrics_a = metrics_for(a, grouping)
     traces_b, metrics_b = metrics_for(b, grouping)
-    return Comparison(metrics_a.keys, pair(metrics_a, metrics_b, alpha), traces_a.skipped_count, traces_b.skipped_count)
+    keys = metrics_a.keys
+    across = [
+        k
+        for k in PAIRED_ACROSS
+        if k in keys and _one(metrics_a, k) and _one(metrics_b, k) and _one(metrics_a, k) != _one(metrics_b, k)
+    ]
+    warnings = _warnings(traces_a, traces_b, metrics_a, metrics_b, across)
+    kept = tuple(k for k in keys if k not in across)
+    changes = pair(metrics_a, metrics_b, alpha, kept)
+    return Comparison(
+        kept,
+        changes,
+        traces_a.skipped_count,
+        traces_b.skipped_count,
+        warnings,
+        (_describe("A", a, traces_a), _describe("B", b, traces_b)),
+    )
 
 
-def pair(a: Metrics, b: Metrics, alpha: float | None = None) -> list[GroupChange]:
-    found_a, found_b = a.by_key(), b.by_key()
-    order = [g.key for g in a.groups] + [g.key for g in b.groups if g.key not in found_a]
+def _one(metrics: Metrics, name: str) -> str | None:
+    return metrics.constant(name)
+
+
+def pair(a: Metrics, b: Metrics, alpha: float | None = None, keys: tuple[str, ...] | None = None) -> list[GroupChange]:
+    """Groups of A and B with the same value in ``keys`` (default: every key column)."""
+    keys = keys if keys is not None else a.keys
+
+    def project(g: GroupMetrics) -> tuple[str, ...]:
+        return tuple(g.get(k) for k in keys)
+
+    found_a = {project(g): g for g in a.groups}
+    found_b = {project(g): g for g in b.groups}
+    order = list(found_a) + [k for k in found_b if k not in found_a]
     return [GroupChange(key, found_a.get(key), found_b.get(key), alpha) for key in order]
+
+
+def _values(traces: Traces, column: str) -> list[str]:
+    frame = traces.runs if not traces.runs.empty else traces.events
+    return sorted(frame[column].astype(str).unique()) if column in frame else []
+
+
+def _sources(traces: Traces) -> list[str]:
+    return sorted({info.model_source for info in traces.run_info if info.model_source})
+
+
+def _warnings(ta: Traces, tb: Traces, ma: Metrics, mb: Metrics, across: list[str]) -> list[str]:
+    """What makes A and B not like for like: n, model, model source, gateway policy, skipped lines."""
+    found = []
+    for column, what in (("gateway_policy", "gateway policies"), ("model", "models")):
+        va, vb = _values(ta, column), _values(tb, column)
+        if va != vb:
+            how = "compared as if equal" if column in across else "groups with different values are not paired"
+            found.append(
+                f"{what} differ: A {', '.join(map(clean_text, va))}; B {', '.join(map(clean_text, vb))} ({how})"
+            )
+    sa, sb = _sources(ta), _sources(tb)
+    if sa and sb and sa != sb:
+        found.append(
+            f"model sources differ: A {', '.join(sa)}; B {', '.join(sb)} (a replay repeats its recording; "
+            "a live run samples anew)"
+        )
+    na, nb = {_strip(g, across): g.judged for g in ma.groups}, {_strip(g, across): g.judged for g in mb.groups}
+    uneven = [(k, na[k], nb[k]) for k in na if k in nb and na[k] != nb[k]]
+    if uneven:
+        key, left, right = uneven[0]
+        more = f" and {len(uneven) - 1} more group(s)" if len(uneven) > 1 else ""
+        found.append(
+            f"judged runs differ: {' / '.join(key)} has n = {left} in A, {right} in B{more}; "
+            "compare rates with their intervals"
+        )
+    for side, traces in (("A", ta), ("B", tb)):
+        if traces.skipped_count:
+            found.append(f"{side}: {traces.skipped_count} corrupt or truncated lines skipped")
+        found += [f"{side}: {w}" for w in traces.warnings]
+        found += [
+            f"{side}: {clean_text(i.folder)} manifest status '{i.status}' (unfinished)"
+            for i in traces.run_info
+            if i.unfinished
+        ]
+    return found
+
+
+def _strip(g: GroupMetrics, across: list[str]) -> tuple[str, ...]:
+    return tuple(v for name, v in zip(g.names, g.key, strict=False) if name not in across)
+
+
+def _describe(side: str, paths: Sequence[Path | str], traces: Traces) -> str:
+    sources = ", ".join(_sources(traces)) or "?"
+    models = ", ".join(map(clean_text, _values(traces, "model")))
+    return (
+        f"{side}: {', '.join(clean_text(str(p)) for p in paths)} (model {models}; source {sources}; "
+        f"gateway {', '.join(_values(traces, 'gateway_policy'))}; {len(traces.runs)} runs)"
+    )
+
+
+def parse_compare_formats(text: str) -> list[str]:
+    names = [name.strip().lower() for name in text.split(",") if name.strip()]
+    unknown = [n for n in names if n not in COMPARE_FORMATS]
+    if unknown or not names:
+        raise UserInputError(
+            f"--format: unknown format '{(unknown or [text])[0]}'; known: {', '.join(COMPARE_FORMATS)}"
+        )
+    return list(dict.fromkeys(names))
+
+
+def write_comparison(comparison: Comparison, out: Path, formats: Sequence[str]) -> list[Path]:
+    """compare.md (warnings, verdicts, changes), and each table as CSV and LaTeX."""
+    from reports.tables import to_csv, to_latex, to_markdown
+
+    written: list[Path] = []
+    tables = [comparison.verdicts(), comparison.table()]
+
+    def put(path: Path, text: str) -> None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise UserInputError(f"--out: cannot write {path} ({exc.strerror or exc})") from None
+        written.append(path)
+
+    if "md" in formats:
+        lines = ["# bench compare", "", *[f"{side}  " for side in comparison.sides], ""]
+        lines += [f"**warning:** {w}  " for w in comparison.warnings]
+        put(out / "compare.md", "\n".join([*lines, "", *(to_markdown(t) for t in tables)]))
+    context = " vs ".join(comparison.sides)
+    for table in tables:
+        if "csv" in formats:
+            put(out / f"{table.name}.csv", to_csv(table))
+        if "latex" in formats:
+            put(out / f"{table.name}.tex", to_latex(table, clean_text(context, 300)))
+    return written

@@ -15,11 +15,14 @@ h1 { font-size: 1.6rem; } h2 { font-size: 1.25rem; margin-top: 2.2rem; border-bo
 h3 { font-size: 1.05rem; margin-top: 1.6rem; }
 table.metrics { border-collapse: collapse; font-size: 0.82rem; margin: 0.4rem 0 0.3rem; }
 table.metrics th, table.metrics td { border: 1px solid #ccc; padding: 0.25rem 0.5rem; vertical-align: top; }
-table.metrics th { background: #f0f3f7; text-align: left; }
+table.metrics th { background: #f0f3f7; text-align: left; position: sticky; top: 0; }
 table.metrics tr:nth-child(even) td { background: #fafafa; }
-.scroll { overflow-x: auto; }
+table.metrics .num { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
+table.metrics th.num { text-align: right; white-space: normal; min-width: 3rem; }
+table.metrics td.text { min-width: 6rem; max-width: 28rem; }
+.scroll { overflow: auto; max-width: 100%; max-height: 40rem; border: 1px solid #eee; }
 p.note, p.meta { font-size: 0.82rem; color: #444; }
-figure { margin: 1rem 0 2rem; } figure img { max-width: 100%; border: 1px solid #eee; }
+figure { margin: 1rem 0 2rem; } figure img { max-width: min(100%, 56rem); border: 1px solid #eee; }
 figcaption { font-size: 0.85rem; color: #444; }
 .warning { color: #8a4b00; }
 """
@@ -27,12 +30,12 @@ figcaption { font-size: 0.85rem; color: #444; }
 
 @dataclass(frozen=True)
 class EmbeddedFigure:
-    """A rendered figure: PNG bytes shown inline, SVG text offered as a download link."""
+    """A rendered figure: PNG bytes shown inline, the vector PDF offered as a download link."""
 
     name: str
     title: str
     png: bytes
-    svg: bytes
+    pdf: bytes
 
 
 @dataclass(frozen=True)
@@ -47,25 +50,36 @@ class Section:
 
 def table_block(table: Table) -> str:
     note = f'<p class="note">{html.escape(table.note)}</p>' if table.note else ""
-    return (f'<h3 id="h-{table.name}">{html.escape(table.title)}</h3>\n'
-            f'<div class="scroll">{to_html(table)}</div>\n{note}')
+    return (
+        f'<h3 id="h-{table.name}">{html.escape(table.title)}</h3>\n<div class="scroll">{to_html(table)}</div>\n{note}'
+    )
 
 
 def figure_block(figure: EmbeddedFigure) -> str:
     png = base64.b64encode(figure.png).decode("ascii")
-    svg = base64.b64encode(figure.svg).decode("ascii")
+    pdf = base64.b64encode(figure.pdf).decode("ascii")
     title = html.escape(figure.title)
-    return (f'<figure id="figure-{figure.name}" data-figure="{figure.name}">\n'
-            f'<img alt="{title}" src="data:image/png;base64,{png}">\n'
-            f'<figcaption>{title} (<a download="{figure.name}.svg" href="data:image/svg+xml;base64,{svg}">SVG</a>)'
-            f'</figcaption>\n</figure>')
+    return (
+        f'<figure id="figure-{figure.name}" data-figure="{figure.name}">\n'
+        f'<img alt="{title}" src="data:image/png;base64,{png}">\n'
+        f'<figcaption>{title} (<a download="{figure.name}.pdf" href="data:application/pdf;base64,{pdf}">PDF</a>)'
+        f"</figcaption>\n</figure>"
+    )
 
 
 def page(title: str, meta: list[str], warnings: list[str], sections: list[Section]) -> str:
     """The whole document; ``meta`` and ``warnings`` are plain text lines shown under the title."""
-    parts = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
-             f"<title>{html.escape(title)}</title>", f"<style>{STYLE}</style>", "</head>", "<body>",
-             f"<h1>{html.escape(title)}</h1>"]
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en">',
+        "<head>",
+        '<meta charset="utf-8">',
+        f"<title>{html.escape(title)}</title>",
+        f"<style>{STYLE}</style>",
+        "</head>",
+        "<body>",
+        f"<h1>{html.escape(title)}</h1>",
+    ]
     parts += [f'<p class="meta">{html.escape(line)}</p>' for line in meta]
     parts += [f'<p class="meta warning">{html.escape(line)}</p>' for line in warnings]
     for section in sections:

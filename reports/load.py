@@ -1,19 +1,28 @@
-"""Streaming trace loader: traces.jsonl files -> pandas events and runs tables; bad lines skipped and counted.
+"""Streaming trace loader: traces.jsonl files -> pandas events and runs tables, refusing to guess.
 
 Clean stretches of a file go through pyarrow's multithreaded JSON reader with an explicit, projected
-schema (fields the reports do not use are skipped by the C++ parser, never turned into Python objects).
-Only a chunk that fails to parse is re-read line by line, so one corrupt line costs one chunk's worth
-of Python work, not the whole file's.
+schema derived from the trace models (reports/schema.py); fields the reports do not use are skipped by
+the C++ parser. Only a chunk that fails to parse is re-read line by line, so one corrupt line costs one
+chunk's worth of Python work. Then the whole table is checked at once, in Arrow:
+
+- a line that is not an event (a required field missing, an unknown kind) is skipped and named;
+- a summary whose outcome lacks a required field, or holds an unknown status or verdict, is skipped and
+  named, so its run is incomplete: never judged, never read as false or 0;
+- every line must carry the same ``schema_version`` (a mix is a user error naming the files);
+- the same (run_id, seq) on two lines is a user error naming both places, unless the lines are
+  byte-identical (a folder reported with its copy, a run appended twice): then it is read once, with
+  a warning;
+- a run's last summary (highest seq) is its outcome; events after it mean a resume that never finished.
 """
 
 from __future__ import annotations
 
-import io
+import hashlib
 import json
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import get_args
 
 import numpy as np
 import pandas as pd
@@ -21,43 +30,77 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
-from harness.errors import ERROR_KINDS, UserInputError
-from harness.trace import DecisionMaker, EventKind
+from harness.errors import UserInputError
+from harness.trace import SCHEMA_VERSION
+from reports.manifests import RunInfo, read_run_info
+from reports.schema import (
+    EVENT_LITERALS,
+    KNOWN_VERSIONS,
+    OUTCOME_COLUMNS,
+    OUTCOME_DEFAULTS,
+    OUTCOME_LITERALS,
+    REQUIRED_EVENT_FIELDS,
+    SCHEMA,
+    TOKEN_COLUMNS,
+    required_outcome_fields,
+)
 
 CHUNK_BYTES = 8 << 20  # the unit of fallback: a corrupt line re-reads at most this much line by line
 TRACE_FILE = "traces.jsonl"
-
-_USAGE = pa.struct([("prompt_tokens", pa.int64()), ("completion_tokens", pa.int64()), ("total_tokens", pa.int64())])
-_OUTCOME = pa.struct([
-    ("status", pa.string()), ("suspended_at", pa.string()), ("expected_stop", pa.string()),
-    ("stop_correct", pa.bool_()), ("oracle_passed", pa.bool_()),
-    ("side_effects_committed", pa.int64()), ("side_effects_blocked", pa.int64()),
-    ("premature_side_effects", pa.int64()), ("wait_marker_without_suspend", pa.bool_()),
-    ("steps", pa.int64()), ("llm_calls", pa.int64()), ("usage", _USAGE), ("wall_ms", pa.float64()),
-    ("errors", pa.struct([(kind, pa.int64()) for kind in ERROR_KINDS])), ("gateway_policy", pa.string()),
-])
-# The projection: only what reports and notebooks use. args, detail (but its purpose) and messages stay unread.
-SCHEMA = pa.schema([
-    ("run_id", pa.string()), ("scenario", pa.string()), ("mode", pa.string()),
-    ("model", pa.string()), ("trial", pa.int64()), ("seq", pa.int64()), ("step", pa.int64()), ("ts", pa.string()),
-    ("decision_maker", pa.string()), ("kind", pa.string()), ("action", pa.string()), ("result", pa.string()),
-    ("latency_ms", pa.float64()), ("usage", _USAGE), ("error", pa.struct([("kind", pa.string())])),
-    ("detail", pa.struct([("purpose", pa.string())])), ("outcome", _OUTCOME),
-])
+SHOWN_PLACES = 3  # duplicate places named in one error line
 _PARSE = pj.ParseOptions(explicit_schema=SCHEMA, unexpected_field_behavior="ignore")
-REQUIRED = ("run_id", "scenario", "mode", "model", "trial", "seq", "decision_maker", "kind")
-KINDS = pa.array(get_args(EventKind))
-DECISION_MAKERS = pa.array(get_args(DecisionMaker))
-CATEGORIES = ("source", "scenario", "mode", "model", "decision_maker", "kind", "action", "result", "error_kind",
-              "purpose")
-RUN_COLUMNS = ("status", "suspended_at", "expected_stop", "stop_correct", "oracle_passed", "side_effects_committed",
-               "side_effects_blocked", "premature_side_effects", "wait_marker_without_suspend", "steps", "llm_calls",
-               "prompt_tokens", "completion_tokens", "total_tokens", "wall_ms", "gateway_policy")
+_FLAT_EVENT = {
+    **{f"usage.{name}": name for name in TOKEN_COLUMNS},
+    "error.kind": "error_kind",
+    "detail.purpose": "purpose",
+}
+EVENT_COLUMNS = (
+    "source",
+    "file",
+    "line",
+    "run_id",
+    "scenario",
+    "mode",
+    "model",
+    "gateway_policy",
+    "trial",
+    "seq",
+    "step",
+    "ts",
+    "decision_maker",
+    "kind",
+    "action",
+    "result",
+    "latency_ms",
+    *_FLAT_EVENT.values(),
+)
+CATEGORIES = (
+    "source",
+    "file",
+    "run_id",
+    "scenario",
+    "mode",
+    "model",
+    "gateway_policy",
+    "decision_maker",
+    "kind",
+    "action",
+    "result",
+    "error_kind",
+    "purpose",
+    "status",
+    "suspended_at",
+    "expected_stop",
+    "stop_verdict",
+    "subject",
+)
+RUN_KEYS = ("source", "file", "line", "run_id", "scenario", "mode", "model", "trial", "summaries")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 @dataclass(frozen=True)
 class SkippedLine:
-    """A line that is not a trace event: truncated, garbage, or valid JSON of the wrong shape."""
+    """A line that is not a trace event: truncated, garbage, valid JSON of the wrong shape, or an incomplete outcome."""
 
     path: str
     line: int
@@ -68,18 +111,25 @@ class SkippedLine:
 class Traces:
     """Loaded traces: one row an event, one row a finished run, and what had to be skipped.
 
-    ``events``: source, run_id, scenario, mode, model, trial, seq, step, ts, decision_maker, kind, action,
-    result, latency_ms, prompt_tokens, completion_tokens, total_tokens, error_kind, purpose, and
-    ``complete`` (the run has a summary line).
-    ``runs``: one row per summary event: the run's fields plus its outcome (status, stop_correct, ...,
-    wall_ms) and ``errors_<kind>`` counts. A run whose summary line is missing has events but no row here.
+    ``events``: source (run folder), file, line, run_id, scenario, mode, model, gateway_policy, trial, seq,
+    step, ts, decision_maker, kind, action, result, latency_ms, prompt/completion/total/reasoning/cached
+    tokens, error_kind, purpose, and ``complete`` (the run's last event is a valid summary).
+    ``runs``: one row per complete run, from its last summary: the run's fields, ``summaries`` (summary lines
+    of the run, more than one after a resume) and its outcome (status, stop_verdict, stop_correct, ...,
+    ``violations`` as a list, ``blocked_<reason>`` and ``errors_<kind>`` counts).
+    ``violations``: one row per oracle violation of a complete run: ``run`` (its row in ``runs``), ``kind``,
+    ``subject`` and the full ``text``.
     """
 
     events: pd.DataFrame
     runs: pd.DataFrame
+    violations: pd.DataFrame
     lines: int = 0
     skipped: list[SkippedLine] = field(default_factory=list)
-    sources: list[str] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)  # the trace files read, in order
+    warnings: list[str] = field(default_factory=list)  # duplicates read once, unfinished runs, ...
+    run_info: list[RunInfo] = field(default_factory=list)  # what each folder's manifest says
+    schema_version: int | None = None  # the one version of every line (None: no events)
 
     @property
     def skipped_count(self) -> int:
@@ -87,7 +137,7 @@ class Traces:
 
     @property
     def incomplete_runs(self) -> int:
-        """Runs with events but no summary line (interrupted, or the summary line was lost)."""
+        """Runs with events but no valid summary as their last event (interrupted, lost or incomplete summary)."""
         return int(self.events.loc[~self.events["complete"], "run_id"].nunique())
 
 
@@ -99,83 +149,143 @@ def trace_path(path: Path) -> Path:
     return candidate
 
 
+def clean_text(text: str, limit: int = 200) -> str:
+    """A value from a trace as safe one-line text: control characters shown as '?', long values cut."""
+    text = _CONTROL.sub("?", text)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def load_traces(paths: Path | str | Iterable[Path | str], *, chunk_bytes: int = CHUNK_BYTES) -> Traces:
     """Loads run folders (or traces.jsonl files) into pandas; the notebook entry point.
 
     >>> traces = load_traces(["results/run-a", "results/run-b"])
-    >>> traces.runs.groupby("mode").stop_correct.mean()
+    >>> traces.runs.groupby(["gateway_policy", "mode"]).stop_correct.mean()
+
+    Raises ``UserInputError`` (one line) for mixed schema versions and conflicting duplicate lines.
     """
     items = [paths] if isinstance(paths, (str, Path)) else list(paths)
-    files = list(dict.fromkeys(trace_path(Path(p)) for p in items))  # the same file twice counts once
+    files: list[Path] = []
+    warnings: list[str] = []
+    seen: dict[Path, Path] = {}
+    for item in items:
+        file = trace_path(Path(item))
+        real = file.resolve()
+        if real in seen:  # the very same file named twice is read once; a copy is handled line by line
+            warnings.append(f"{file}: given more than once; read once")
+            continue
+        seen[real] = file
+        files.append(file)
     tables: list[pa.Table] = []
     skipped: list[SkippedLine] = []
     lines = 0
-    for file in files:
-        for table, counted, bad in _read_file(file, chunk_bytes):
-            lines += counted
-            skipped.extend(bad)
-            if table.num_rows:
-                source = pa.DictionaryArray.from_arrays(pa.array(np.zeros(table.num_rows, np.int32)),
-                                                        pa.array([str(file.parent)]))
-                tables.append(table.append_column("source", source))
-    table = pa.concat_tables(tables, promote_options="permissive") if tables else _empty()
-    events, runs = _frames(table)
-    return Traces(events=events, runs=runs, lines=lines, skipped=skipped, sources=[str(f) for f in files])
+    for index, file in enumerate(files):
+        try:
+            for table, counted, bad in _read_file(file, chunk_bytes):
+                lines += counted
+                skipped.extend(bad)
+                if table.num_rows:
+                    tables.append(table.append_column("file", pa.array(np.full(table.num_rows, index, np.int32))))
+        except OSError as exc:
+            raise UserInputError(f"{file}: cannot read ({exc.strerror or exc})") from None
+    table = pa.concat_tables(tables) if tables else _empty_with_lines().append_column("file", pa.array([], pa.int32()))
+    table, bad = _check_events(table, files)
+    skipped.extend(bad)
+    version = _one_version(table, files)
+    table, bad = _check_summaries(table, files, version)
+    skipped.extend(bad)
+    codes, run_ids = _run_codes(table)
+    table, codes, repeated = _drop_identical_duplicates(table, files, codes)
+    warnings.extend(repeated)
+    run_info = [info for info in (read_run_info(f.parent) for f in files) if info is not None]
+    warnings.extend(info.problem for info in run_info if info.problem)
+    events, runs, violations, unfinished = _frames(table, codes, len(run_ids), files, run_info)
+    if unfinished:
+        warnings.append(
+            f"{unfinished} run(s) have events after their last summary (a resume that did not finish); "
+            "they are not judged"
+        )
+    skipped.sort(key=lambda s: (files.index(Path(s.path)) if Path(s.path) in files else 0, s.line))
+    return Traces(
+        events=events,
+        runs=runs,
+        violations=violations,
+        lines=lines,
+        skipped=skipped,
+        sources=[str(f) for f in files],
+        warnings=warnings,
+        run_info=run_info,
+        schema_version=version,
+    )
+
+
+# ---------------------------------------------------------------- reading
 
 
 def _read_file(path: Path, chunk_bytes: int) -> Iterator[tuple[pa.Table, int, list[SkippedLine]]]:
-    """Yields (valid events, non-blank lines seen, skipped lines) chunk by chunk, never the whole file at once."""
+    """Yields (valid events with their line numbers, non-blank lines seen, skipped lines) chunk by chunk."""
     first_line = 1
     with open(path, "rb") as handle:
         rest = b""
+        pending: list[bytes] = []  # blocks of one line longer than a chunk, joined once it ends
         while True:
             block = handle.read(chunk_bytes)
             if not block:
                 break
-            data = rest + block
-            cut = data.rfind(b"\n")
-            if cut < 0:  # one line longer than a chunk: keep reading until it ends
-                rest = data
+            if b"\n" not in block:  # one line longer than a chunk: keep reading until it ends
+                pending.append(block)
                 continue
-            chunk, rest = data[: cut + 1], data[cut + 1 :]
-            yield _read_chunk(chunk, path, first_line)
-            first_line += chunk.count(b"\n")
+            data = b"".join([rest, *pending, block])
+            pending.clear()
+            cut = data.rfind(b"\n")
+            newlines = data.count(b"\n", 0, cut + 1)
+            yield _read_chunk(memoryview(data)[: cut + 1], newlines, path, first_line)
+            first_line += newlines
+            rest = data[cut + 1 :]
+        rest = b"".join([rest, *pending])
         if rest.strip():  # a last line without its newline: usually the one a crash cut short
-            yield _read_chunk(rest, path, first_line)
+            yield _read_chunk(memoryview(rest), rest.count(b"\n") + 1, path, first_line)
 
 
-def _read_chunk(chunk: bytes, path: Path, first_line: int) -> tuple[pa.Table, int, list[SkippedLine]]:
+def _read_chunk(chunk: memoryview, lines: int, path: Path, first_line: int) -> tuple[pa.Table, int, list[SkippedLine]]:
+    """One chunk of whole lines (``lines`` of them, blank ones included) through the fast path if it can."""
     try:
         table = _parse(chunk)
-    except pa.ArrowInvalid:
-        return _read_lines(chunk, path, first_line)
-    if not _all(_valid_mask(table)):  # valid JSON of the wrong shape: the slow path finds which lines
-        return _read_lines(chunk, path, first_line)
-    return table, table.num_rows, []  # pyarrow skips blank lines, as the line count does
+    except (pa.ArrowException, ValueError):  # ValueError: pyarrow raises UnicodeDecodeError for bad UTF-8
+        return _read_lines(bytes(chunk), path, first_line)
+    numbers = _line_numbers(chunk, lines, first_line, table.num_rows)
+    if numbers is None:  # rows and lines do not line up (pyarrow also ends a row at a lone CR): line by line
+        return _read_lines(bytes(chunk), path, first_line)
+    return table.append_column("line", numbers), table.num_rows, []
 
 
-def _parse(data: bytes) -> pa.Table:
-    """pyarrow's reader over ``data``; a line longer than its 1 MiB blocks gets one block for everything."""
+def _line_numbers(chunk: memoryview, lines: int, first_line: int, rows: int) -> pa.Array | None:
+    """The line number of each row pyarrow read from ``chunk`` (it skips blank lines); None if they differ."""
+    if lines == rows:  # no blank line: row i is line i
+        return pa.array(np.arange(first_line, first_line + rows, dtype=np.int64))
+    numbers = [first_line + i for i, raw in enumerate(bytes(chunk).split(b"\n")) if raw.strip()]
+    return pa.array(np.array(numbers, dtype=np.int64)) if len(numbers) == rows else None
+
+
+def _parse(data: bytes | memoryview) -> pa.Table:
+    """pyarrow's reader over ``data``; a line longer than its 1 MiB blocks gets one block for everything.
+
+    The reader copies string bytes without checking them: a full validation refuses invalid UTF-8 here
+    (as ArrowInvalid, like any other bad line) before pandas or a file writer meets it.
+    """
     try:
-        return pj.read_json(io.BytesIO(data), parse_options=_PARSE)
+        table = pj.read_json(pa.BufferReader(data), parse_options=_PARSE)
     except pa.ArrowInvalid as exc:
         if "straddl" not in str(exc):
             raise
-        return pj.read_json(io.BytesIO(data), parse_options=_PARSE,
-                            read_options=pj.ReadOptions(block_size=len(data) + 1))
-
-
-def _valid_mask(table: pa.Table) -> pa.ChunkedArray:
-    """True where a row has every field that names its run, and a known kind and decision maker."""
-    mask = pc.is_in(table["kind"], value_set=KINDS)
-    mask = pc.and_kleene(mask, pc.is_in(table["decision_maker"], value_set=DECISION_MAKERS))
-    for name in REQUIRED:
-        mask = pc.and_kleene(mask, pc.is_valid(table[name]))
-    return pc.fill_null(mask, False)
+        table = pj.read_json(
+            pa.BufferReader(data), parse_options=_PARSE, read_options=pj.ReadOptions(block_size=len(data) + 1)
+        )
+    table.validate(full=True)
+    return table
 
 
 def _read_lines(chunk: bytes, path: Path, first_line: int) -> tuple[pa.Table, int, list[SkippedLine]]:
-    """The slow path for a chunk with a bad line: each line on its own, the bad ones skipped and counted."""
+    """The slow path for a chunk with a bad line: each line on its own, the bad ones skipped and named."""
     good: list[bytes] = []
     numbers: list[int] = []
     bad: list[SkippedLine] = []
@@ -187,7 +297,9 @@ def _read_lines(chunk: bytes, path: Path, first_line: int) -> tuple[pa.Table, in
         number = first_line + offset
         try:
             value = json.loads(raw)
-        except ValueError:  # includes bad UTF-8
+        except RecursionError:  # too deep for Python's parser, maybe not for pyarrow's (it skips unread fields)
+            value = {}
+        except ValueError:  # includes bad UTF-8 and numbers too long to convert
             bad.append(SkippedLine(str(path), number, "not JSON (truncated or corrupt)"))
             continue
         if not isinstance(value, dict):
@@ -196,79 +308,376 @@ def _read_lines(chunk: bytes, path: Path, first_line: int) -> tuple[pa.Table, in
         good.append(raw)
         numbers.append(number)
     table, rejected = _parse_good(good, numbers)
-    bad.extend(SkippedLine(str(path), n, "fields of the wrong type") for n in rejected)
-    keep = _valid_mask(table)
-    if not _all(keep):
-        gone = set(rejected)
-        parsed = [n for n in numbers if n not in gone]  # the line number of each table row
-        dropped = [n for n, ok in zip(parsed, keep.to_pylist()) if not ok]
-        bad.extend(SkippedLine(str(path), n, "not a trace event (missing or unknown fields)") for n in dropped)
-        table = table.filter(keep)
+    bad.extend(SkippedLine(str(path), n, f"a field has the wrong type or value ({why})") for n, why in rejected)
     bad.sort(key=lambda s: s.line)
     return table, lines, bad
 
 
-def _parse_good(good: list[bytes], numbers: list[int]) -> tuple[pa.Table, list[int]]:
+def _parse_good(good: list[bytes], numbers: list[int]) -> tuple[pa.Table, list[tuple[int, str]]]:
     """Parses lines that are JSON objects; a line whose fields have the wrong types is dropped alone."""
     if not good:
-        return _empty(), []
+        return _empty_with_lines(), []
     try:
-        return _parse(b"\n".join(good)), []
-    except pa.ArrowInvalid:
+        table = _parse(b"\n".join(good))
+        if table.num_rows == len(good):
+            return table.append_column("line", pa.array(numbers, pa.int64())), []
+    except (pa.ArrowException, ValueError):
         pass
     tables, rejected = [], []
-    for raw, number in zip(good, numbers):
+    for raw, number in zip(good, numbers, strict=True):
         try:
-            tables.append(_parse(raw))
-        except pa.ArrowInvalid:
-            rejected.append(number)
-    return (pa.concat_tables(tables) if tables else _empty()), rejected
-
-
-def _all(mask: pa.ChunkedArray) -> bool:
-    return bool(pc.all(mask).as_py()) if len(mask) else True
+            one = _parse(raw)
+        except (pa.ArrowException, ValueError) as exc:
+            rejected.append((number, clean_text(str(exc).removeprefix("JSON parse error: "), 80)))
+            continue
+        if one.num_rows != 1:
+            rejected.append((number, "more than one JSON object on the line"))
+            continue
+        tables.append(one.append_column("line", pa.array([number], pa.int64())))
+    return (pa.concat_tables(tables) if tables else _empty_with_lines()), rejected
 
 
 def _empty() -> pa.Table:
     return SCHEMA.empty_table()
 
 
-def _frames(table: pa.Table) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Flattens the projected table into the events frame and the runs frame (summary rows only)."""
-    flat = table.flatten().flatten()  # two levels: outcome.usage.* and outcome.errors.*
-    names = {
-        "usage.prompt_tokens": "prompt_tokens", "usage.completion_tokens": "completion_tokens",
-        "usage.total_tokens": "total_tokens", "error.kind": "error_kind", "detail.purpose": "purpose",
+def _empty_with_lines() -> pa.Table:
+    return _empty().append_column("line", pa.array([], pa.int64()))
+
+
+# ---------------------------------------------------------------- checks over the whole table
+
+
+def _numpy(mask: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    if isinstance(mask, pa.ChunkedArray):
+        mask = mask.combine_chunks() if mask.num_chunks != 1 else mask.chunk(0)
+    return np.asarray(pc.fill_null(mask, False).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _drop_rows(
+    table: pa.Table, files: list[Path], keep: np.ndarray, reasons: dict[int, str]
+) -> tuple[pa.Table, list[SkippedLine]]:
+    """Removes the rows not kept, naming each with its reason."""
+    if keep.all():
+        return table, []
+    gone = np.flatnonzero(~keep)
+    file_index = table["file"].take(pa.array(gone)).to_numpy()
+    line = table["line"].take(pa.array(gone)).to_numpy()
+    skipped = [
+        SkippedLine(str(files[f]), int(n), reasons[int(i)]) for i, f, n in zip(gone, file_index, line, strict=True)
+    ]
+    return table.filter(pa.array(keep)), skipped
+
+
+def _check_events(table: pa.Table, files: list[Path]) -> tuple[pa.Table, list[SkippedLine]]:
+    """Skips lines that are not events: a required field missing (null) or a value outside its closed set."""
+    n = table.num_rows
+    keep = np.ones(n, dtype=bool)
+    problems: list[tuple[np.ndarray, str]] = []
+    for name in REQUIRED_EVENT_FIELDS:
+        ok = _numpy(pc.is_valid(table[name]))
+        problems.append((ok, f"not a trace event (no {name})"))
+    for name, values in EVENT_LITERALS.items():
+        ok = _numpy(pc.or_kleene(pc.is_in(table[name], value_set=pa.array(values)), pc.is_null(table[name])))
+        problems.append((ok, f"not a trace event (unknown {name})"))
+    reasons: dict[int, str] = {}
+    for ok, reason in problems:
+        if not ok.all():
+            for i in np.flatnonzero(~ok & keep):
+                reasons[int(i)] = reason
+            keep &= ok
+    return _drop_rows(table, files, keep, reasons)
+
+
+def _versions(table: pa.Table) -> np.ndarray:
+    # A line without schema_version reads as the current one: the field has that default in TraceEvent.
+    return pc.fill_null(table["schema_version"], SCHEMA_VERSION).to_numpy()
+
+
+def _one_version(table: pa.Table, files: list[Path]) -> int | None:
+    """The single schema_version of every line; unknown or mixed versions are a user error naming the files."""
+    if not table.num_rows:
+        return None
+    versions = _versions(table)
+    file_index = table["file"].to_numpy()
+    found = pd.DataFrame({"file": file_index, "version": versions}).drop_duplicates()
+    unknown = found.loc[~found["version"].isin(KNOWN_VERSIONS)]
+    if not unknown.empty:
+        row = unknown.iloc[0]
+        raise UserInputError(
+            f"{files[int(row['file'])]}: schema_version {int(row['version'])} is not one this bench "
+            f"reads ({', '.join(map(str, KNOWN_VERSIONS))}); use the bench that wrote it"
+        )
+    if found["version"].nunique() > 1:
+        per_file = found.groupby("file")["version"].apply(lambda v: "+".join(str(x) for x in sorted(v)))
+        named = ", ".join(f"{files[int(str(f))]} (schema {v})" for f, v in per_file.items())
+        raise UserInputError(f"mixed schema_version: {named}; report each version on its own")
+    return int(found["version"].iloc[0])
+
+
+def _check_summaries(table: pa.Table, files: list[Path], version: int | None) -> tuple[pa.Table, list[SkippedLine]]:
+    """Validates each summary's outcome against the outcome schema with no defaults for required fields.
+
+    A summary lacking a required field (or holding an unknown status or verdict, or a stop_correct that
+    contradicts its stop_verdict) is skipped and named: its run becomes incomplete, never guessed.
+    JSON null and a missing key read alike here, so a nullable required field (suspended_at) may be absent.
+    """
+    if version is None:
+        return table, []
+    is_summary = _numpy(pc.equal(table["kind"], "summary"))
+    if not is_summary.any():
+        return table, []
+    positions = np.flatnonzero(is_summary)
+    outcome = pc.filter(table["outcome"], pa.array(is_summary)).combine_chunks()
+    parts = dict(zip([f.name for f in outcome.type], outcome.flatten(), strict=False))
+    ok_all = np.ones(len(positions), dtype=bool)
+    reasons: dict[int, str] = {}
+
+    def check(ok: np.ndarray, reason: str) -> None:
+        nonlocal ok_all
+        for i in np.flatnonzero(~ok & ok_all):
+            reasons[int(positions[i])] = reason
+        ok_all &= ok
+
+    check(_numpy(pc.is_valid(outcome)), "summary without an outcome")
+    for spec in required_outcome_fields(version):
+        if not spec.nullable:
+            check(_numpy(pc.is_valid(parts[spec.name])), f"summary outcome lacks {spec.name}")
+    for name, values in OUTCOME_LITERALS.items():
+        if any(f.name == name for f in required_outcome_fields(version)):
+            check(_numpy(pc.is_in(parts[name], value_set=pa.array(values))), f"summary outcome: unknown {name}")
+    if "stop_verdict" in parts and any(f.name == "stop_verdict" for f in required_outcome_fields(version)):
+        agrees = pc.equal(parts["stop_correct"], pc.equal(parts["stop_verdict"], "correct"))
+        check(_numpy(agrees), "summary outcome: stop_correct contradicts stop_verdict")
+    keep = np.ones(table.num_rows, dtype=bool)
+    keep[positions[~ok_all]] = False
+    return _drop_rows(table, files, keep, reasons)
+
+
+def _run_codes(table: pa.Table) -> tuple[np.ndarray, pa.Array]:
+    """Each row's run as a small integer, and the run ids those integers stand for."""
+    if not table.num_rows:
+        return np.array([], np.int64), pa.array([], pa.string())
+    encoded = pc.dictionary_encode(table["run_id"].combine_chunks())
+    return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), encoded.dictionary
+
+
+def _drop_identical_duplicates(
+    table: pa.Table, files: list[Path], codes: np.ndarray
+) -> tuple[pa.Table, np.ndarray, list[str]]:
+    """The same (run_id, seq) twice: read once if the lines are byte-identical, else a user error naming both."""
+    if not table.num_rows:
+        return table, codes, []
+    keys = pd.DataFrame({"run": codes, "seq": table["seq"].to_numpy()})
+    repeated = keys.duplicated(keep=False).to_numpy()
+    if not repeated.any():
+        return table, codes, []
+    rows = np.flatnonzero(repeated)
+    found = pd.DataFrame(
+        {
+            "row": rows,
+            "run": codes[rows],
+            "seq": keys["seq"].to_numpy()[rows],
+            "file": table["file"].to_numpy()[rows],
+            "line": table["line"].to_numpy()[rows],
+        }
+    )
+    found = found.sort_values(["run", "seq", "file", "line"], kind="stable")
+    digests = _line_digests(files, found[["file", "line"]].itertuples(index=False, name=None))
+    found["digest"] = [digests[(f, n)] for f, n in zip(found["file"], found["line"], strict=True)]
+    first = found.groupby(["run", "seq"], sort=False).transform("first")
+    differs = found["digest"].to_numpy() != first["digest"].to_numpy()
+    if differs.any():
+        conflicts = found.loc[differs]
+        places = [
+            f"{files[int(a_f)]}:{int(a_l)} and {files[int(b_f)]}:{int(b_l)}"
+            for a_f, a_l, b_f, b_l in zip(
+                first.loc[differs, "file"],
+                first.loc[differs, "line"],
+                conflicts["file"],
+                conflicts["line"],
+                strict=True,
+            )
+        ]
+        run_id = table["run_id"][int(conflicts["row"].iloc[0])].as_py()
+        more = f" (and {len(places) - SHOWN_PLACES} more)" if len(places) > SHOWN_PLACES else ""
+        raise UserInputError(
+            f"run {clean_text(run_id, 60)} seq {int(conflicts['seq'].iloc[0])} is on two different "
+            f"lines: {'; '.join(places[:SHOWN_PLACES])}{more}; one run id, one event each"
+        )
+    later = found.loc[found.duplicated(["run", "seq"], keep="first")]
+    originals = first.loc[later.index]
+    keep = np.ones(table.num_rows, dtype=bool)
+    keep[later["row"].to_numpy()] = False
+    warnings = []
+    pairs = pd.DataFrame(
+        {
+            "dup": later["file"].to_numpy(),
+            "orig": originals["file"].to_numpy(),
+            "dup_line": later["line"].to_numpy(),
+            "orig_line": originals["line"].to_numpy(),
+        }
+    )
+    for (dup, orig), group in pairs.groupby(["dup", "orig"], sort=True):
+        example = group.iloc[0]
+        warnings.append(
+            f"{files[int(str(dup))]}: {len(group)} line(s) repeat identical lines of "
+            f"{files[int(str(orig))]} "
+            f"(first: line {int(example['dup_line'])} = line {int(example['orig_line'])}); read once"
+        )
+    return table.filter(pa.array(keep)), codes[keep], warnings
+
+
+def _line_digests(files: list[Path], wanted: Iterable[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
+    """A BLAKE2b digest of the bytes of chosen lines (file index, line number), without their line ending.
+
+    Digests, not the lines: a folder reported with its copy repeats every line, and memory stays small.
+    """
+    by_file: dict[int, set[int]] = {}
+    for file_index, line in wanted:
+        by_file.setdefault(int(file_index), set()).add(int(line))
+    found: dict[tuple[int, int], bytes] = {}
+    for file_index, numbers in by_file.items():
+        last = max(numbers)
+        with open(files[file_index], "rb") as handle:
+            for number, raw in enumerate(handle, start=1):
+                if number in numbers:
+                    found[(file_index, number)] = hashlib.blake2b(raw.rstrip(b"\r\n"), digest_size=16).digest()
+                if number >= last:
+                    break
+    return found
+
+
+# ---------------------------------------------------------------- frames
+
+
+def _frames(
+    table: pa.Table, codes: np.ndarray, runs_count: int, files: list[Path], run_info: list[RunInfo]
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, int]:
+    """The events frame and the runs frame (each complete run's last summary); also the runs left unfinished."""
+    n = table.num_rows
+    seq = table["seq"].to_numpy() if n else np.array([], np.int64)
+    is_summary = _numpy(pc.equal(table["kind"], "summary")) if n else np.array([], bool)
+    # The run's highest seq, and the row of its last summary.
+    last_seq = np.full(runs_count, np.iinfo(np.int64).min)
+    np.maximum.at(last_seq, codes, seq)
+    summary_rows = np.flatnonzero(is_summary)
+    order = summary_rows[np.lexsort((seq[summary_rows], codes[summary_rows]))]
+    last_summary = np.full(runs_count, -1)
+    last_summary[codes[order]] = order  # sorted by (run, seq): the last write per run wins
+    summaries = np.bincount(codes[summary_rows], minlength=runs_count)
+    has_summary = last_summary >= 0
+    complete = has_summary & (seq[np.where(has_summary, last_summary, 0)] == last_seq)
+    unfinished = int((has_summary & ~complete).sum())
+    picked = np.zeros(n, dtype=bool)  # the rows that become the runs table, in file order
+    picked[last_summary[complete]] = True
+
+    policy = _policies(table, codes, runs_count, picked, files, run_info)
+    flat = table.select([c for c in SCHEMA.names if c not in ("outcome",)] + ["file", "line"]).flatten()
+    sources = [str(f.parent) for f in files]
+    file_index = table["file"].to_numpy() if n else np.array([], np.int32)
+    columns: dict[str, pa.Array | pa.ChunkedArray] = {
+        "source": _dictionary(file_index, sources),
+        "file": _dictionary(file_index, [str(f) for f in files]),
+        "gateway_policy": _dictionary(codes, policy),
+        "complete": pa.array(complete[codes], pa.bool_()),
     }
-    event_columns = ["source", "run_id", "scenario", "mode", "model", "trial", "seq", "step", "ts", "decision_maker",
-                     "kind", "action", "result", "latency_ms", *names]
-    if "source" not in flat.column_names:
-        flat = flat.append_column("source", pa.array([], pa.string()))
-    events = flat.select(event_columns).rename_columns([names.get(c, c) for c in event_columns])
-    summaries = flat.filter(pc.equal(flat["kind"], "summary"))
-    summaries = summaries.filter(pc.is_valid(summaries["outcome.status"]))  # no outcome: nothing to judge
-    # Joins on run ids happen here in Arrow; pandas' string isin would loop in Python over a million rows.
-    events = events.append_column("complete", pc.is_in(events["run_id"], value_set=summaries["run_id"]))
-    outcome = {f"outcome.{c}": c for c in RUN_COLUMNS if c not in ("prompt_tokens", "completion_tokens", "total_tokens")}
-    outcome.update({f"outcome.usage.{c}": c for c in ("prompt_tokens", "completion_tokens", "total_tokens")})
-    outcome.update({f"outcome.errors.{kind}": f"errors_{kind}" for kind in ERROR_KINDS})
-    run_columns = ["source", "run_id", "scenario", "mode", "model", "trial", *outcome]
-    runs = summaries.select(run_columns).rename_columns([outcome.get(c, c) for c in run_columns])
-    return _to_pandas(events), _to_pandas(runs)
+    for name in EVENT_COLUMNS:
+        if name not in columns:
+            source_name = next((k for k, v in _FLAT_EVENT.items() if v == name), name)
+            columns[name] = flat[source_name]
+    events = pa.table({name: columns[name] for name in (*EVENT_COLUMNS, "complete")})
+
+    mask = pa.array(picked)
+    runs_table = table.select(["line", "run_id", "scenario", "mode", "model", "trial", "outcome"]).filter(mask)
+    outcome = (
+        runs_table["outcome"].combine_chunks() if runs_table.num_rows else pa.array([], SCHEMA.field("outcome").type)
+    )
+    run_columns: dict[str, pa.Array | pa.ChunkedArray] = {
+        "source": _dictionary(file_index[picked], sources),
+        "file": _dictionary(file_index[picked], [str(f) for f in files]),
+        **{name: runs_table[name] for name in ("line", "run_id", "scenario", "mode", "model", "trial")},
+        "summaries": pa.array(summaries[codes[picked]], pa.int64()),
+    }
+    for path, name in OUTCOME_COLUMNS.items():
+        run_columns[name] = _outcome_column(outcome, path.split(".")[1:])
+    runs = pa.table(run_columns)
+    return _to_pandas(events), _to_pandas(runs), _violations(outcome.field("violations")), unfinished
+
+
+def _violations(lists: pa.ListArray) -> pd.DataFrame:
+    """One row per oracle violation of a run: ``run`` (its row in the runs table), ``kind`` and ``subject``.
+
+    ``forbidden:deploy`` -> (forbidden, deploy); ``ungrounded:write_answer.claims[].doc_id='D-9'`` ->
+    (ungrounded, write_answer.claims[].doc_id): the value after '=' differs run to run, the subject does not.
+    """
+    flat = pc.fill_null(pc.list_flatten(lists), "")
+    parts = pc.extract_regex(flat, r"^(?P<kind>[^:]*):?(?P<subject>[^=]*)")
+    table = pa.table(
+        {
+            "run": pc.list_parent_indices(lists),
+            "kind": parts.field("kind"),
+            "subject": parts.field("subject"),
+            "text": flat,
+        }
+    )
+    return _to_pandas(table)
+
+
+def _dictionary(indices: np.ndarray, values: list[str] | pa.Array) -> pa.DictionaryArray:
+    """Row i holds values[indices[i]], dictionary-encoded with each distinct value once (pandas needs that)."""
+    encoded = pc.dictionary_encode(pa.array(values, pa.string()))
+    remap = encoded.indices.to_numpy(zero_copy_only=False)
+    return pa.DictionaryArray.from_arrays(
+        pa.array(remap[indices] if len(indices) else [], pa.int32()), encoded.dictionary
+    )
+
+
+def _outcome_column(outcome: pa.StructArray, names: list[str]) -> pa.Array:
+    """One outcome field as a column; a key of a present count record, or a field with a default, reads as 0.
+
+    A required field a line's version did not have yet (unauthorized_side_effects in schema 1) stays null:
+    unknown, never 0.
+    """
+    top = outcome.field(names[0])
+    if len(names) == 1:
+        default = OUTCOME_DEFAULTS.get(names[0])
+        return top if default is None else pc.fill_null(top, default)
+    child = top.field(names[1])
+    return pc.if_else(pc.is_valid(top), pc.fill_null(child, 0), pa.nulls(len(child), child.type))
+
+
+def _policies(
+    table: pa.Table, codes: np.ndarray, runs_count: int, picked: np.ndarray, files: list[Path], run_info: list[RunInfo]
+) -> pa.Array:
+    """Each run's gateway policy: its summary's, else its run_start's, else its folder manifest's, else 'unknown'."""
+    policy = np.full(runs_count, None, dtype=object)
+    if not runs_count:
+        return pa.array([], pa.string())
+    for mask, column in ((_numpy(pc.equal(table["kind"], "run_start")), "detail"), (picked, "outcome")):
+        if mask.any():
+            said = pc.struct_field(pc.filter(table[column], pa.array(mask)), "gateway_policy")
+            values = said.to_numpy(zero_copy_only=False)
+            present = _numpy(pc.is_valid(said))
+            policy[codes[mask][present]] = values[present]
+    missing = np.array([p is None for p in policy], dtype=bool)
+    if missing.any():
+        by_folder = {info.folder: info.gateway_policy for info in run_info if info.gateway_policy}
+        first_row = np.full(runs_count, -1)
+        first_row[codes[::-1]] = np.arange(len(codes))[::-1]
+        file_index = table["file"].to_numpy()
+        for code in np.flatnonzero(missing):
+            folder = str(files[int(file_index[first_row[code]])].parent)
+            policy[code] = by_folder.get(folder, "unknown")
+    return pa.array(policy, pa.string())
 
 
 def _to_pandas(table: pa.Table) -> pd.DataFrame:
     columns = {}
     for name in table.column_names:
         column = table[name]
-        if name in CATEGORIES or name in ("status", "expected_stop", "suspended_at", "gateway_policy"):
-            column = column.dictionary_encode() if not pa.types.is_dictionary(column.type) else column
+        if name in CATEGORIES and not pa.types.is_dictionary(column.type):
+            column = column.dictionary_encode()
         columns[name] = column
     frame = pa.table(columns).to_pandas(self_destruct=True)
-    for name in ("stop_correct", "oracle_passed", "wait_marker_without_suspend"):
-        if name in frame:
-            frame[name] = frame[name].fillna(False).astype(bool)
-    for kind in ERROR_KINDS:  # an old trace without a kind in its errors dict had none of it
-        if f"errors_{kind}" in frame:
-            frame[f"errors_{kind}"] = frame[f"errors_{kind}"].fillna(0).astype("int64")
     return frame

@@ -1,4 +1,4 @@
-"""The report stage: traces -> metrics -> tables and figures -> files (Markdown, CSV, LaTeX, HTML, PNG, SVG)."""
+"""The report stage: traces -> metrics -> tables and figures -> files (Markdown, CSV, LaTeX, HTML, PNG, PDF)."""
 
 from __future__ import annotations
 
@@ -14,13 +14,21 @@ from harness.errors import UserInputError
 from reports import figures as figs
 from reports import tables as tbl
 from reports.html import EmbeddedFigure, Section, page
-from reports.load import SkippedLine, Traces, load_traces
-from reports.metrics import GROUPINGS, Grouping, Metrics, classify_runs, compute, latency_samples
+from reports.load import SkippedLine, Traces, clean_text, load_traces
+from reports.metrics import GROUPINGS, Grouping, Metrics, compute, latency_samples, prepare
+from reports.prices import PriceTable
 
 ReportFormat = Literal["md", "csv", "latex", "html"]
 FORMATS: tuple[str, ...] = get_args(ReportFormat)
 SHOWN_SKIPS = 20  # skipped lines named one by one; the rest are counted
-SECTION_TITLES = {"mode": "Per mode", "scenario": "Per mode and scenario", "model": "Per model and mode"}
+SECTION_TITLES = {
+    "mode": "Per mode",
+    "scenario": "Per mode and scenario",
+    "model": "Per model and mode",
+    "policy": "Per gateway policy and mode",
+    "run": "Per run folder and mode",
+}
+DPI = 200  # PNG resolution: print quality
 
 
 @dataclass(frozen=True)
@@ -35,6 +43,7 @@ class ReportResult:
     runs: int
     incomplete: int
     warnings: list[str]
+    header: list[str]  # printed above the terminal table: unfinished runs, schema, prices
 
 
 def parse_formats(text: str) -> list[str]:
@@ -59,80 +68,189 @@ def default_out(paths: Sequence[Path]) -> Path:
 
 
 def skip_warnings(traces: Traces) -> list[str]:
-    """One line per skipped line (the first SHOWN_SKIPS), a count for the rest, and incomplete runs."""
+    """One line per skipped line (the first SHOWN_SKIPS), a count for the rest, incomplete runs, load warnings."""
     lines = [f"{s.path} line {s.line}: skipped ({s.reason})" for s in traces.skipped[:SHOWN_SKIPS]]
     if traces.skipped_count > SHOWN_SKIPS:
         lines.append(f"... and {traces.skipped_count - SHOWN_SKIPS} more skipped lines")
+    lines += traces.warnings
     if traces.incomplete_runs:
-        lines.append(f"{traces.incomplete_runs} run(s) have events but no summary line; they are not judged")
+        lines.append(f"{traces.incomplete_runs} run(s) have events but no valid last summary; they are not judged")
     return lines
 
 
-def build_report(paths: Sequence[Path | str], out: Path | None = None, formats: Sequence[str] = FORMATS,
-                 by: Grouping = "mode") -> ReportResult:
+def status_lines(traces: Traces) -> list[str]:
+    """The report's header facts a reader must not miss: runs that did not finish, old schemas, odd manifests."""
+    lines = [
+        f"{clean_text(info.folder)}: manifest status '{info.status}': the run did not finish; its numbers "
+        "cover only the runs it wrote"
+        for info in traces.run_info
+        if info.unfinished
+    ]
+    if traces.schema_version is not None and traces.schema_version < 2:
+        lines.append(
+            f"trace schema {traces.schema_version}: written before stop verdicts, unauthorized side effects "
+            "and blocked reasons were recorded; those columns are blank (re-run or re-record to fill them)"
+        )
+    return lines
+
+
+def trials_text(runs: pd.DataFrame) -> str:
+    """How many trials each cell (scenario x mode x model x policy) holds: '5 trials' or '3-5 trials'."""
+    if runs.empty:
+        return "0 trials"
+    sizes = runs.groupby(["scenario", "mode", "model", "gateway_policy"], observed=True).size()
+    low, high = int(sizes.min()), int(sizes.max())
+    return f"{low} trial{'s' if low != 1 else ''}" if low == high else f"{low}-{high} trials"
+
+
+def figure_context(runs: pd.DataFrame, metrics: Metrics) -> figs.Context:
+    models = sorted(runs["model"].astype(str).unique()) if not runs.empty else []
+    order = {"enforce": 0, "audit": 1}
+    policies = (
+        sorted(runs["gateway_policy"].astype(str).unique(), key=lambda p: (order.get(p, 2), p))
+        if not runs.empty
+        else []
+    )
+    return figs.Context(tuple(models), tuple(policies), trials_text(runs), sum(g.judged for g in metrics.groups))
+
+
+def build_report(
+    paths: Sequence[Path | str],
+    out: Path | None = None,
+    formats: Sequence[str] = FORMATS,
+    by: Grouping = "mode",
+    prices: PriceTable | None = None,
+) -> ReportResult:
     """Loads the traces of ``paths``, computes every grouping's metrics and writes the report to ``out``."""
-    paths = [Path(p) for p in paths]
-    traces = load_traces(paths)
+    folders = [Path(p) for p in paths]
+    traces = load_traces(folders)
     if traces.events.empty:
-        raise UserInputError(f"{paths[0]}: no trace events to report on ({traces.skipped_count} lines skipped)")
-    out = out if out is not None else default_out(paths)
-    runs = classify_runs(traces)
+        raise UserInputError(f"{folders[0]}: no trace events to report on ({traces.skipped_count} lines skipped)")
+    out = out if out is not None else default_out(folders)
+    prepared = prepare(traces, prices)
+    runs = prepared.runs
+    events = traces.events
     groupings: list[Grouping] = ["mode"]
-    if by == "scenario" or traces.events["scenario"].nunique() > 1:
+    if by == "scenario" or events["scenario"].nunique() > 1:
         groupings.append("scenario")
-    if by == "model" or traces.events["model"].nunique() > 1:
+    if by == "model" or events["model"].nunique() > 1:
         groupings.append("model")
-    metrics = {g: compute(traces, g, runs) for g in groupings}
-    plots = figs.all_plots(metrics[by], latency_samples(traces, runs, by))
-    rendered = [_render(p) for p in plots]
+    if by == "policy":
+        groupings.append("policy")
+    if by == "run" or events["source"].nunique() > 1:
+        groupings.append("run")
+    metrics = {g: compute(traces, g, prepared=prepared) for g in groupings}
+    # A column of one bar per mode x scenario is unreadable: those cells become a heatmap, the rest stays per mode.
+    shown: Grouping = "mode" if by == "scenario" else by
+    context = figure_context(runs, metrics[shown])
+    plots = figs.all_plots(
+        metrics[shown],
+        latency_samples(prepared, shown),
+        context,
+        cells=metrics["scenario"] if by == "scenario" else None,
+    )
+    rendered = [_render(plot) for plot in plots]
     mode_tables = [tbl.seed000_table(metrics["mode"]), tbl.spectrum_table(metrics["mode"])]
-    sections = [Section("Figures", [], rendered, f"Grouped per {' x '.join(metrics[by].keys)}.")]
+    intro = f"Grouped per {tbl.per(metrics[shown])}"
+    if by == "scenario":
+        intro += "; stop-correctness per mode x scenario"
+    # The headline first, then the figures, then every grouping's tables (its headline only where not shown yet).
+    sections = [Section("Summary", [tbl.main_table(metrics[by])], []), Section("Figures", [], rendered, intro + ".")]
     for g in groupings:
         lead = mode_tables if g == "mode" else []
-        sections.append(Section(SECTION_TITLES[g], [*lead, tbl.main_table(metrics[g]), *tbl.full_tables(metrics[g])], []))
+        main = [] if g == by else [tbl.main_table(metrics[g])]
+        sections.append(
+            Section(
+                SECTION_TITLES[g], [*main, *lead, tbl.violations_table(metrics[g]), *tbl.full_tables(metrics[g])], []
+            )
+        )
     warnings = skip_warnings(traces)
-    meta = _meta(traces, runs)
-    incomplete = traces.incomplete_runs
-    files = _write(out, formats, rendered, sections, [tbl.metrics_table(m) for m in metrics.values()], meta, warnings)
-    return ReportResult(out=out, main=tbl.main_table(metrics[by]), files=files, lines=traces.lines,
-                        skipped=traces.skipped, runs=len(traces.runs), incomplete=incomplete,
-                        warnings=warnings)
+    header = status_lines(traces)
+    meta = [*_meta(traces, runs, prices), *header]
+    files = _write(
+        out,
+        formats,
+        rendered,
+        sections,
+        [tbl.metrics_table(m) for m in metrics.values()],
+        meta,
+        warnings,
+        context.line(),
+    )
+    return ReportResult(
+        out=out,
+        main=tbl.main_table(metrics[by]),
+        files=files,
+        lines=traces.lines,
+        skipped=traces.skipped,
+        runs=len(traces.runs),
+        incomplete=traces.incomplete_runs,
+        warnings=warnings,
+        header=header,
+    )
 
 
-def _meta(traces: Traces, runs: pd.DataFrame) -> list[str]:
+def _meta(traces: Traces, runs: pd.DataFrame, prices: PriceTable | None) -> list[str]:
     infra = int(runs["infrastructure"].sum())
-    return [f"traces: {', '.join(traces.sources)}",
-            f"{len(traces.events)} events from {traces.lines} lines; {traces.skipped_count} lines skipped; "
-            f"{len(traces.runs)} complete runs ({infra} ended by infrastructure errors, not judged); "
-            f"{traces.incomplete_runs} incomplete runs"]
+    lines = [
+        f"traces: {', '.join(clean_text(s) for s in traces.sources)} (schema {traces.schema_version})",
+        f"{len(traces.events)} events from {traces.lines} lines; {traces.skipped_count} lines skipped; "
+        f"{len(traces.runs)} complete runs ({infra} not judged: infrastructure); "
+        f"{traces.incomplete_runs} incomplete runs",
+    ]
+    for info in traces.run_info:
+        facts = [
+            f"status {info.status}" if info.status else "",
+            f"model {info.model}" if info.model else "",
+            f"source {info.model_source}" if info.model_source else "",
+            f"gateway {info.gateway_policy}" if info.gateway_policy else "",
+            f"{info.trials} trials" if info.trials else "",
+            f"label {info.label}" if info.label else "",
+        ]
+        lines.append(f"run {clean_text(info.folder)}: " + ", ".join(clean_text(f) for f in facts if f))
+    if prices is not None:
+        lines.append(f"prices: {len(prices)} model(s) priced (USD per 1M tokens)")
+    return lines
 
 
 def _render(plot: figs.Plot) -> EmbeddedFigure:
-    png, svg = io.BytesIO(), io.BytesIO()
-    plot.figure.savefig(png, format="png", dpi=110)
-    plot.figure.savefig(svg, format="svg", metadata={"Date": None})  # no date: same traces, same file
-    return EmbeddedFigure(plot.name, plot.title, png.getvalue(), svg.getvalue())
+    png, pdf = io.BytesIO(), io.BytesIO()
+    plot.figure.savefig(png, format="png", dpi=DPI)
+    plot.figure.set_layout_engine("none")  # the layout the PNG computed holds for the PDF: not worked out twice
+    plot.figure.savefig(pdf, format="pdf", metadata={"CreationDate": None})  # no date: same traces, same file
+    return EmbeddedFigure(plot.name, plot.title, png.getvalue(), pdf.getvalue())
 
 
-def _write(out: Path, formats: Sequence[str], rendered: list[EmbeddedFigure], sections: list[Section],
-           metric_tables: list[tbl.Table], meta: list[str], warnings: list[str]) -> list[Path]:
+def _write(
+    out: Path,
+    formats: Sequence[str],
+    rendered: list[EmbeddedFigure],
+    sections: list[Section],
+    metric_tables: list[tbl.Table],
+    meta: list[str],
+    warnings: list[str],
+    context: str,
+) -> list[Path]:
     written: list[Path] = []
 
     def put(path: Path, data: str | bytes) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data if isinstance(data, bytes) else data.encode("utf-8"))
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data if isinstance(data, bytes) else data.encode("utf-8"))
+        except OSError as exc:
+            raise UserInputError(f"--out: cannot write {path} ({exc.strerror or exc})") from None
         written.append(path)
 
     for figure in rendered:
         put(out / "figures" / f"{figure.name}.png", figure.png)
-        put(out / "figures" / f"{figure.name}.svg", figure.svg)
+        put(out / "figures" / f"{figure.name}.pdf", figure.pdf)
     tables = [t for s in sections for t in s.tables]
     if "csv" in formats:
         for table in [*tables, *metric_tables]:
             put(out / "tables" / f"{table.name}.csv", tbl.to_csv(table))
     if "latex" in formats:
         for table in tables:
-            put(out / "tables" / f"{table.name}.tex", tbl.to_latex(table))
+            put(out / "tables" / f"{table.name}.tex", tbl.to_latex(table, context))
     if "md" in formats:
         put(out / "report.md", _markdown(sections, meta, warnings))
     if "html" in formats:

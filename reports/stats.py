@@ -82,6 +82,8 @@ def fisher_less(successes_a: int, n_a: int, successes_b: int, n_b: int) -> float
     if n_a <= 0 or n_b <= 0:
         return math.nan
     total, successes = n_a + n_b, successes_a + successes_b
-    tail = sum(math.comb(successes, x) * math.comb(total - successes, n_b - x)
-               for x in range(max(0, successes - n_a), successes_b + 1))
+    tail = sum(
+        math.comb(successes, x) * math.comb(total - successes, n_b - x)
+        for x in range(max(0, successes - n_a), successes_b + 1)
+    )
     return min(1.0, tail / math.comb(total, n_b))

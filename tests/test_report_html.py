@@ -17,8 +17,17 @@ from tests.conftest import run_offline
 from tests.report_fixtures import Call, Run, write_runs
 
 WIDTH, HEIGHT = 1280, 3000
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+]
 
 
 def chromium() -> str:
@@ -30,21 +39,31 @@ def chromium() -> str:
 
 
 def browse(page: Path, profile: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([chromium(), *FLAGS, f"--user-data-dir={profile}", *args, page.as_uri()],
-                          capture_output=True, timeout=180)
+    return subprocess.run(
+        [chromium(), *FLAGS, f"--user-data-dir={profile}", *args, page.as_uri()], capture_output=True, timeout=180
+    )
 
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory, blog):
     folder = tmp_path_factory.mktemp("html")
-    events, _ = run_offline(blog, select_modes([]),
-                            "random", trials=8)
+    events, _ = run_offline(blog, select_modes([]), "random", trials=8)
     (folder / "real").mkdir()
     (folder / "real" / "traces.jsonl").write_text("".join(e.model_dump_json() + "\n" for e in events))
     # A second model with real-looking latencies and tokens, so every figure has something to draw.
-    timed = [Run(f"t{i}", mode, model="fixture:timed", trial=i, wall_ms=200.0 + 37 * i,
-                 calls=[Call(150.0 + 11 * i, 300 + i, 40, "create_brief")], stop_correct=i % 3 != 0)
-             for mode in ("react", "workflow") for i in range(1, 10)]
+    timed = [
+        Run(
+            f"{mode}-t{i}",
+            mode,
+            model="fixture:timed",
+            trial=i,
+            wall_ms=200.0 + 37 * i,
+            calls=[Call(150.0 + 11 * i, 300 + i, 40, "create_brief")],
+            stop_correct=i % 3 != 0,
+        )
+        for mode in ("react", "workflow")
+        for i in range(1, 10)
+    ]
     write_runs(folder / "timed", timed)
     return build_report([folder / "real", folder / "timed"], folder / "out")
 
@@ -54,9 +73,14 @@ def test_page_holds_every_table_and_figure_and_no_network_reference(report):
     tables = set(re.findall(r'data-table="([a-z0-9_]+)"', html))
     expected = {p.stem for p in (report.out / "tables").glob("*.tex")}
     assert tables == expected and {"modes", "spectrum", "main_by_mode", "errors_by_model"} <= tables
-    assert set(re.findall(r'data-figure="([a-z_]+)"', html)) == {"stop_correctness", "latency", "tokens",
-                                                                  "decision_share"}
-    assert html.count('src="data:image/png;base64,') == 4
+    assert set(re.findall(r'data-figure="([a-z_]+)"', html)) == {
+        "verdicts",
+        "stop_correctness",
+        "latency",
+        "tokens",
+        "decision_share",
+    }
+    assert html.count('src="data:image/png;base64,') == 5
     assert not re.search(r'(src|href)="(https?:)?//', html)  # nothing to fetch
 
 
@@ -67,7 +91,7 @@ def test_page_renders_in_headless_chromium(report, tmp_path):
     text = dom.stdout.decode()
     for name in re.findall(r'data-table="([a-z0-9_]+)"', page.read_text()):
         assert f'data-table="{name}"' in text
-    assert text.count("<img") == 4 and text.count("<figure") == 4
+    assert text.count("<img") == 5 and text.count("<figure") == 5
 
     shot = tmp_path / "shot.png"
     result = browse(page, tmp_path / "profile-shot", f"--screenshot={shot}", f"--window-size={WIDTH},{HEIGHT}")

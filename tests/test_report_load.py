@@ -15,8 +15,7 @@ from tests.report_fixtures import Call, Run, write_runs
 
 
 def _real_trace(tmp_path: Path, blog, trials: int = 6) -> Path:
-    events, _ = run_offline(blog, select_modes([]),
-                            "random", trials=trials)
+    events, _ = run_offline(blog, select_modes([]), "random", trials=trials)
     folder = tmp_path / "run"
     folder.mkdir()
     (folder / "traces.jsonl").write_text("".join(e.model_dump_json() + "\n" for e in events))
@@ -37,7 +36,11 @@ def test_loads_what_the_harness_reader_reads(tmp_path, blog):
     for row in traces.runs.itertuples():
         outcome = by_id[row.run_id]
         assert (row.status, row.stop_correct, row.steps, row.premature_side_effects) == (
-            outcome.status, outcome.stop_correct, outcome.steps, outcome.premature_side_effects)
+            outcome.status,
+            outcome.stop_correct,
+            outcome.steps,
+            outcome.premature_side_effects,
+        )
     calls = [e for e in expected if e.kind == "model_call"]
     assert (traces.events["kind"] == "model_call").sum() == len(calls)
     assert traces.incomplete_runs == 0
@@ -64,11 +67,14 @@ def test_bad_lines_of_every_shape_at_any_chunk_size(tmp_path, chunk_bytes):
     runs = [Run(f"r{i}", "react", trial=i, calls=[Call(10.0 * i, 5, 1, "create_brief")]) for i in range(1, 9)]
     folder = write_runs(tmp_path / "run", runs)
     good = (folder / "traces.jsonl").read_text().splitlines(keepends=True)
-    bad = ['{"run_id": "x"}\n',  # valid JSON, not an event
-           "[1, 2, 3]\n",  # not an object
-           good[1].replace('"seq":1', '"seq":"one"'),  # a field of the wrong type
-           good[1].replace('"kind":"model_call"', '"kind":"mystery"'),  # an unknown kind
-           "\n", "   \n"]  # blank lines are not lines at all
+    bad = [
+        '{"run_id": "x"}\n',  # valid JSON, not an event
+        "[1, 2, 3]\n",  # not an object
+        good[1].replace('"seq":1', '"seq":"one"'),  # a field of the wrong type
+        good[1].replace('"kind":"model_call"', '"kind":"mystery"'),  # an unknown kind
+        "\n",
+        "   \n",
+    ]  # blank lines are not lines at all
     mixed = good[:5] + bad[:2] + good[5:20] + bad[2:] + good[20:]
     (folder / "traces.jsonl").write_text("".join(mixed))
     traces = load_traces(folder, chunk_bytes=chunk_bytes)
@@ -88,17 +94,19 @@ def test_several_folders_and_the_same_folder_twice(tmp_path):
 
 
 def test_missing_folder_is_a_user_error(tmp_path):
-    with pytest.raises(UserInputError, match="no traces.jsonl"):
+    with pytest.raises(UserInputError, match=r"no traces\.jsonl"):
         load_traces(tmp_path / "nowhere")
 
 
 def test_a_line_longer_than_a_chunk_and_a_parser_block(tmp_path):
-    huge = Run("big", "react", calls=[Call(5.0, 1, 1, "create_brief")])
-    events = huge.events()
-    # A model call whose proposal is 3 MiB: larger than pyarrow's 1 MiB blocks and the 1 MiB chunk below.
-    events[1] = events[1].model_copy(update={"args": {"text": "y" * (3 << 20)}})
+    events = []
+    for run_id in ("big-1", "big-2"):
+        run = Run(run_id, "react", calls=[Call(5.0, 1, 1, "create_brief")]).events()
+        # A model call whose proposal is 3 MiB: larger than pyarrow's 1 MiB blocks and the 1 MiB chunk below.
+        run[1] = run[1].model_copy(update={"args": {"text": "y" * (3 << 20)}})
+        events += run
     folder = tmp_path / "run"
     folder.mkdir()
-    (folder / "traces.jsonl").write_text("".join(e.model_dump_json() + "\n" for e in events) * 2)
+    (folder / "traces.jsonl").write_text("".join(e.model_dump_json() + "\n" for e in events))
     traces = load_traces(folder, chunk_bytes=1 << 20)
-    assert traces.skipped_count == 0 and len(traces.events) == 2 * len(events)
+    assert traces.skipped_count == 0 and len(traces.events) == len(events) and len(traces.runs) == 2

@@ -13,8 +13,9 @@ from scipy.stats import binomtest, fisher_exact
 from reports.stats import fisher_less, pass_hat_k, spread, wilson
 
 
-@pytest.mark.parametrize("successes,n", [(0, 1), (1, 1), (0, 5), (4, 5), (5, 5), (3, 10), (17, 20), (1, 40),
-                                         (250, 1000)])
+@pytest.mark.parametrize(
+    "successes,n", [(0, 1), (1, 1), (0, 5), (4, 5), (5, 5), (3, 10), (17, 20), (1, 40), (250, 1000)]
+)
 def test_wilson_matches_scipy(successes, n):
     expected = binomtest(successes, n).proportion_ci(confidence_level=0.95, method="wilson")
     got = wilson(successes, n)
@@ -69,7 +70,7 @@ def test_spread_matches_numpy_and_hand_values():
     rng = np.random.default_rng(3)
     sample = rng.lognormal(6, 0.7, 1001)
     got = spread(sample)
-    for q, value in zip((50, 95, 99), (got.p50, got.p95, got.p99)):
+    for q, value in zip((50, 95, 99), (got.p50, got.p95, got.p99), strict=False):
         assert value == pytest.approx(np.percentile(sample, q, method="linear"))
     assert got.std == pytest.approx(np.std(sample, ddof=1))
 
@@ -80,8 +81,19 @@ def test_spread_of_nothing_and_of_one():
     assert one.p50 == one.p99 == 7.0 and math.isnan(one.std)
 
 
-@pytest.mark.parametrize("sa,na,sb,nb", [(5, 5, 0, 5), (5, 5, 4, 5), (8, 10, 3, 10), (3, 10, 8, 10), (0, 4, 0, 4),
-                                         (40, 40, 31, 40), (12, 20, 11, 20), (1, 1, 0, 3)])
+@pytest.mark.parametrize(
+    "sa,na,sb,nb",
+    [
+        (5, 5, 0, 5),
+        (5, 5, 4, 5),
+        (8, 10, 3, 10),
+        (3, 10, 8, 10),
+        (0, 4, 0, 4),
+        (40, 40, 31, 40),
+        (12, 20, 11, 20),
+        (1, 1, 0, 3),
+    ],
+)
 def test_fisher_less_matches_scipy(sa, na, sb, nb):
     # rows: B then A; columns: success, failure. "less": B's odds of success are lower than A's.
     _, expected = fisher_exact([[sb, nb - sb], [sa, na - sa]], alternative="less")

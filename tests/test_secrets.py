@@ -162,3 +162,16 @@ def test_a_key_no_header_can_carry_is_one_line_without_the_key(tmp_path, key):
     assert result.returncode == 2
     (line,) = result.stderr.strip().splitlines()
     assert "LLM_API_KEY" in line and "abcdefgh" not in line and "defghijk" not in line
+
+
+def test_the_quick_check_sees_the_key_escaped_at_any_depth_and_passes_clean_text():
+    """A clean body skips the walk; a spelling nested in escaped JSON, two or three levels deep, never does."""
+    from harness.models.scrub import Scrubber
+
+    scrubber = Scrubber(KEY)
+    once = json.dumps({"content": escaped(KEY)})  # \\u0073... inside a JSON string
+    twice = json.dumps({"outer": json.dumps({"content": escaped(KEY)})})
+    thrice = json.dumps({"a": json.dumps({"b": json.dumps({"c": KEY})})})
+    for text in (once, twice, thrice, KEY[:9] + "...", base64.b64encode(KEY.encode()).decode()):
+        assert scrubber.mentions(text), text
+    assert not scrubber.mentions(json.dumps({"usage": {"prompt_tokens": 30}, "content": "sk-other-key-value"}))

@@ -425,3 +425,30 @@ def test_the_naive_executor_never_replans():
     _, events = mode_run(MIGRATION, "plan_execute", model=model)
     assert len(model.requests) == 1 and not of_kind(events, "decision", "replan")
     assert ("dry_run", "failed") in actions(events)
+
+
+def test_a_person_sends_the_plan_back_with_bench_resume_and_the_revised_plan_is_reviewed_again(tmp_path):
+    from harness.run import RunSpec, resume, run
+    from harness.trace import read_events
+
+    folder = tmp_path / "run"
+    run(RunSpec(modes=["hybrid_planner"], scenarios=["blog_brief_approval"], model="scripted:reference", out=folder))
+    [summary] = [e for e in read_events(folder / "traces.jsonl") if e.kind == "summary"]
+    assert summary.outcome is not None and summary.outcome.suspended_at == "plan_review"
+    sent_back = resume(folder, summary.run_id, "revise", who="lead", note="add the audience", gate="plan_review")
+    assert (sent_back.outcome.status, sent_back.outcome.suspended_at) == ("suspended", "plan_review")
+    approved = resume(folder, summary.run_id, "approve", who="lead", gate="plan_review").outcome
+    assert (approved.status, approved.suspended_at, approved.stop_verdict) == ("suspended", "brief_approval", "correct")
+    events = [e for e in read_events(folder / "traces.jsonl") if e.run_id == summary.run_id]
+    assert [(e.action, e.result, e.detail["note"]) for e in of_kind(events, "human")] == [
+        ("plan_review", "revise", "add the audience"),
+        ("plan_review", "approve", ""),
+    ]
+    assert len([e for e in of_kind(events, "model_call") if e.detail["purpose"] == "plan"]) == 2
+
+
+def test_bench_resume_revise_needs_a_note(tmp_path, monkeypatch, capsys):
+    from tests.conftest import bench_main
+
+    code, _, err = bench_main(monkeypatch, capsys, "resume", str(tmp_path), "--run", "x", "--revise")
+    assert code == 2 and err.strip() == "error: --revise needs --note: what to change"

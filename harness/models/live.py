@@ -47,6 +47,7 @@ __all__ = [
     "request_body",
 ]
 
+JSON_CONTENT = {"Content-Type": "application/json"}
 DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024  # a chat answer is a few KB; 4 MB leaves room for long reasoning
 ERROR_BODY_BYTES = 64 * 1024  # an error answer is only quoted, never parsed for a proposal
 RAW_KEPT_CHARS = 2000  # of an unreadable body, what the exchange and the recording keep
@@ -288,12 +289,13 @@ class LiveModel:
         while True:
             settings = source.settings
             body = request_body(config, request, self.seed, settings)
+            payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")  # encoded once
             async with gate:
                 started = time.monotonic()
-                outcome = await self._post(client, body)
+                outcome = await self._post(client, payload)
                 latency_ms = _elapsed_ms(started)
             if isinstance(outcome, _Body) and 200 <= outcome.status < 300:
-                return self._answer(body, attempts, outcome, latency_ms)
+                return self._answer(body, payload, attempts, outcome, latency_ms)
             kind, message, status, retry_after, retryable, text = self._classify(outcome)
             if status is not None and adaptations < ADAPTATIONS_PER_REQUEST:
                 change = source.adapt(settings, body, status, text, request)
@@ -312,13 +314,13 @@ class LiveModel:
             attempts.append(WireAttempt(kind=kind, message=message, latency_ms=latency_ms, wait_s=wait, status=status))
             await source._sleep(wait)
 
-    async def _post(self, client: httpx.AsyncClient, body: dict[str, Any]) -> _Body | _Failure:
+    async def _post(self, client: httpx.AsyncClient, payload: bytes) -> _Body | _Failure:
         """One attempt: the response read up to its cap, or a classified transport failure."""
         config = self.source.config
         try:
             # asyncio.timeout bounds the whole request; httpx's own timeout bounds each read.
             async with asyncio.timeout(config.timeout_s):
-                async with client.stream("POST", config.url, json=body) as response:
+                async with client.stream("POST", config.url, content=payload, headers=JSON_CONTENT) as response:
                     status = response.status_code
                     cap = config.max_response_bytes if 200 <= status < 300 else ERROR_BODY_BYTES
                     retry_after = retry_after_seconds(response.headers.get("Retry-After"))
@@ -351,14 +353,16 @@ class LiveModel:
         # 429 and 5xx may pass; any other 4xx (bad request, bad key, unknown model) will not.
         return kind, message, status, outcome.retry_after, status == 429 or status >= 500, text
 
-    def _answer(self, body: dict[str, Any], attempts: list[WireAttempt], got: _Body, latency_ms: float) -> Exchange:
+    def _answer(
+        self, body: dict[str, Any], payload: bytes, attempts: list[WireAttempt], got: _Body, latency_ms: float
+    ) -> Exchange:
         """The exchange of a 2xx answer: its JSON, scrubbed.
 
         An unreadable answer keeps why, a scrubbed excerpt and any usage found.
         """
         scrubber = self.source.scrubber
         facts = {
-            "request": scrubber.value(body),
+            "request": scrubber.value(body) if scrubber.mentions(payload.decode("utf-8")) else body,
             "attempts": attempts,
             "latency_ms": latency_ms,
             "response_bytes": len(got.data),
@@ -382,8 +386,8 @@ class LiveModel:
                 reason = f"the body is not JSON ({str(exc)[:100]})"
             else:
                 reason = unreadable_reason(parsed, MAX_BODY_DEPTH)
-                if reason is None:
-                    return Exchange(response=scrubber.value(parsed), **facts)
+                if reason is None:  # walked for the key only when its text holds a spelling of it
+                    return Exchange(response=scrubber.value(parsed) if scrubber.mentions(text) else parsed, **facts)
         raw = text if text is not None else got.data.decode("utf-8", errors="replace")
         # Usage is read before anything is scrubbed or cut, so an unreadable answer still counts its tokens.
         usage = salvage_usage(raw)

@@ -6,10 +6,10 @@ import json
 import re
 from typing import Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError, best_match
+from jsonschema.exceptions import SchemaError
 
 from harness.errors import ModelError
+from harness.schemas import check_for
 from harness.trace import Usage
 
 # A fenced block, with or without a language tag: models wrap JSON in these even when told not to.
@@ -221,13 +221,12 @@ def _closing(text: str, start: int) -> int | None:
 def check_schema(proposal: Any, schema: dict[str, Any]) -> None:
     """Raises a ``schema`` error naming the first problem when ``proposal`` does not fit ``schema``."""
     try:
-        validator = Draft202012Validator(schema)
-    except SchemaError as exc:  # the mode's schema, not the model, is wrong
-        raise ModelError("internal", f"invalid response schema: {exc.message}") from exc
-    error = best_match(validator.iter_errors(proposal))
+        error = check_for(schema).first_error(proposal)
+    except (ValueError, SchemaError) as exc:  # the mode's schema, not the model, is wrong
+        raise ModelError("internal", f"invalid response schema: {exc}") from exc
     if error is not None:
-        where = "/".join(str(part) for part in error.absolute_path) or "(top level)"
-        raise ModelError("schema", f"reply does not fit the schema at {where}: {error.message[:200]}")
+        where, message = error
+        raise ModelError("schema", f"reply does not fit the schema at {where or '(top level)'}: {message[:200]}")
 
 
 def excerpt(value: Any, limit: int = 160) -> str:

@@ -142,6 +142,14 @@ class Scrubber:
             return value
         return pattern.sub(REDACTED, value)
 
+    def mentions(self, text: str) -> bool:
+        """Whether ``text`` (a body as sent or received) holds any spelling of the key: a quick test that lets a
+        clean body through without walking it; JSON escapes are matched too, so a body's text is enough."""
+        pattern = self._pattern()
+        # A JSON string inside a JSON string escapes its escapes (\\u0073): runs of backslashes are folded to
+        # one, so a spelling nested at any depth is still seen.
+        return pattern is not None and pattern.search(_BACKSLASHES.sub(r"\\", text)) is not None
+
     def value(self, value: Any) -> Any:
         """A JSON-like value with its strings scrubbed; numbers, booleans and nulls are left alone.
 
@@ -164,3 +172,4 @@ class Scrubber:
 
 
 _PATTERNS: dict[str, re.Pattern[str]] = {}
+_BACKSLASHES = re.compile(r"\\+")

@@ -1,0 +1,61 @@
+"""What a run folder's manifest.json says about its run, read defensively: reports show it, never count with it."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+MANIFEST_FILE = "manifest.json"
+UNFINISHED = ("running", "interrupted")  # a run whose numbers cover only what was written before it stopped
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """The facts of one run folder's manifest that reports show (model, source, policy, trials, status)."""
+
+    folder: str
+    status: str | None = None
+    model: str | None = None
+    model_source: str | None = None
+    gateway_policy: str | None = None
+    trials: int | None = None
+    label: str | None = None
+    problem: str | None = None  # why the manifest could not be read, if it could not
+
+    @property
+    def unfinished(self) -> bool:
+        return self.status in UNFINISHED
+
+
+def read_run_info(folder: Path) -> RunInfo | None:
+    """The manifest next to a trace, or None when there is none; a broken manifest is reported, not raised."""
+    path = folder / MANIFEST_FILE
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError, RecursionError) as exc:
+        return RunInfo(str(folder), problem=f"{path}: unreadable manifest ({type(exc).__name__})")
+    if not isinstance(data, dict):
+        return RunInfo(str(folder), problem=f"{path}: not a JSON object")
+    return RunInfo(
+        str(folder),
+        status=_text(data, "status"),
+        model=_text(data, "model"),
+        model_source=_text(data, "model_source"),
+        gateway_policy=_text(data, "gateway_policy"),
+        trials=_count(data, "trials"),
+        label=_text(data, "label"),
+    )
+
+
+def _text(data: dict[str, Any], key: str) -> str | None:
+    value = data.get(key)
+    return value if isinstance(value, str) else None
+
+
+def _count(data: dict[str, Any], key: str) -> int | None:
+    value = data.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
