@@ -15,6 +15,7 @@ from harness.errors import UserInputError
 from harness.progress import MatrixProgress
 
 if TYPE_CHECKING:
+    from harness.checkpoint import Decision
     from harness.runner import Cell
     from harness.trace import RunOutcome
 
@@ -207,7 +208,7 @@ def resume_command(
         raise UserInputError("give exactly one of --approve, --reject and --revise")
     if revise and not note.strip():
         raise UserInputError("--revise needs --note: what to change")
-    decision = "approve" if approve else "reject" if reject else "revise"
+    decision: Decision = "approve" if approve else "reject" if reject else "revise"
     result = resume(folder, run, decision, who=who or getpass.getuser(), note=note,
                     gate=gate, env=os.environ, scenarios_dir=scenarios_dir, notify=_note)
     outcome = result.outcome
