@@ -164,17 +164,19 @@ class WorkflowWalk:
             ),
         ]
         reply = await ctx.propose("content", messages, params, [action], step=self.step + 1, catalog=[template])
-        answer = reply.proposal if isinstance(reply.proposal, dict) else {}
-        values = {name: answer[name] for name in slots if name in answer}
-        filled = {**defaults, **values}
-        error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(params).iter_errors(filled))
-        if error is not None:
-            where = "/".join(str(p) for p in error.absolute_path)
-            reason = f"{where}: {error.message}" if where else error.message
+        answer = reply.proposal
+        reason: str | None = "the answer is not an object of slot values"
+        filled = dict(defaults)
+        if isinstance(answer, dict):
+            filled.update({name: answer[name] for name in slots if name in answer})
+            error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(params).iter_errors(filled))
+            where = "/".join(str(p) for p in error.absolute_path) if error is not None else ""
+            reason = None if error is None else f"{where}: {error.message}" if where else error.message
+        if reason is not None:
             ctx.decide(self.step, "workflow", action, "refused", {"guard": "params", "node": node.id, "reason": reason})
             self.observations.append(f"step {self.step}: {action} parameters refused by the workflow: {reason}")
             return {**node.args, **defaults}
-        ignored = sorted(set(answer) - set(slots)) if isinstance(reply.proposal, dict) else ["(not an object)"]
+        ignored = sorted(set(answer) - set(slots))
         if ignored:  # what the model wrote outside the slots never reaches the action
             ctx.decide(self.step, "workflow", action, "ignored", {"guard": "params", "node": node.id, "keys": ignored})
         return {**node.args, **filled}

@@ -452,3 +452,10 @@ def test_bench_resume_revise_needs_a_note(tmp_path, monkeypatch, capsys):
 
     code, _, err = bench_main(monkeypatch, capsys, "resume", str(tmp_path), "--run", "x", "--revise")
     assert code == 2 and err.strip() == "error: --revise needs --note: what to change"
+
+
+def test_an_answer_that_is_no_object_of_slot_values_is_refused_and_the_defaults_kept():
+    outcome, events = mode_run(PROMOTION, "workflow_param", ["a", "list"])
+    [refused] = refusals(events, "params")
+    assert "not an object" in refused.detail["reason"]
+    assert committed_copy(events) == {**FIXED, **DEFAULTS} and outcome.oracle_passed
