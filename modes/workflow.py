@@ -8,6 +8,7 @@ other three widens exactly one freedom (``WorkflowMode.routes``, ``fills_params`
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from typing import Any, ClassVar
 
@@ -160,7 +161,8 @@ class WorkflowWalk:
             system_message(ctx.scenario, PARAM_INSTRUCTIONS, [template], PARAM_ANSWER),
             user_message(
                 self.observations,
-                f"Current step: {action}. Fixed by the template: {fixed}. Fill in: {', '.join(slots)}.",
+                f"Current step: {action}. Fixed by the template: {fixed}. Fill in each slot within its limits: "
+                + json.dumps(slots, ensure_ascii=False, sort_keys=True),
             ),
         ]
         reply = await ctx.propose("content", messages, params, [action], step=self.step + 1, catalog=[template])
