@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import jsonschema
+
 from harness.gateway import ActionRecord
 from harness.paths import MISSING, collect, field_names, field_values
-from harness.scenario import GroundedCheck, OracleCheck, PhraseCheck
+from harness.scenario import GroundedCheck, OracleCheck, PhraseCheck, WithinCheck
 
 DONE = ("committed", "read")  # statuses of an action that took effect
 
@@ -21,9 +23,20 @@ def content_violations(checks: Sequence[OracleCheck], records: Sequence[ActionRe
                 continue
             if isinstance(check, GroundedCheck):
                 found.extend(_ungrounded(check, record, records[:index]))
+            elif isinstance(check, WithinCheck):
+                found.extend(_outside(check, record))
             else:
                 found.extend(_phrases(check, record))
     return found
+
+
+def _outside(check: WithinCheck, record: ActionRecord) -> list[str]:
+    """One violation per argument the rule's schema refuses, named by its path (the whole args: the action alone)."""
+    errors = sorted(
+        jsonschema.Draft202012Validator(check.args).iter_errors(record.args), key=lambda e: [str(p) for p in e.path]
+    )
+    where = dict.fromkeys(".".join(str(p) for p in error.absolute_path) for error in errors)
+    return [f"outside:{check.action}" + (f".{path}" if path else "") for path in where]
 
 
 def _ungrounded(check: GroundedCheck, record: ActionRecord, earlier: Sequence[ActionRecord]) -> list[str]:

@@ -17,6 +17,7 @@ from harness.progress import MatrixProgress
 from harness.terminal import printable
 
 if TYPE_CHECKING:
+    from harness.checkpoint import Decision
     from harness.runner import Cell
     from harness.trace import RunOutcome
 
@@ -210,6 +211,7 @@ def resume_command(
     run: Annotated[str, typer.Option("--run", help="The run id (bench runs DIR lists the suspended ones).", show_default=False)],
     approve: Annotated[bool, typer.Option("--approve", help="Approve the pending gate: the run goes on.")] = False,
     reject: Annotated[bool, typer.Option("--reject", help="Reject it: the run ends, nothing gated commits.")] = False,
+    revise: Annotated[bool, typer.Option("--revise", help="Send the work back with --note (a plan to its planner); the run stops there again.")] = False,
     note: Annotated[str, typer.Option(help="Why; kept in the human event.")] = "",
     who: Annotated[Optional[str], typer.Option("--as", help="Who decides (default: your user name).")] = None,
     gate: Annotated[Optional[str], typer.Option(help="The gate you decide on; refused if the run waits elsewhere.")] = None,
@@ -220,9 +222,12 @@ def resume_command(
 
     from harness.run import resume
 
-    if approve == reject:
-        raise UserInputError("give exactly one of --approve and --reject")
-    result = resume(folder, run, "approve" if approve else "reject", who=who or _user_name(getpass), note=note,
+    if approve + reject + revise != 1:
+        raise UserInputError("give exactly one of --approve, --reject and --revise")
+    if revise and not note.strip():
+        raise UserInputError("--revise needs --note: what to change")
+    decision: Decision = "approve" if approve else "reject" if reject else "revise"
+    result = resume(folder, run, decision, who=who or _user_name(getpass), note=note,
                     gate=gate, env=os.environ, scenarios_dir=scenarios_dir, notify=_note)
     outcome = result.outcome
     where = f" at {outcome.suspended_at}" if outcome.suspended_at else ""

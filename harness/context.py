@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,9 +13,9 @@ from harness.checkpoint import HumanDecision
 from harness.clock import Clock
 from harness.errors import ErrorKind, ModelError
 from harness.gateway import ActionRecord, Gateway
-from harness.models.base import Model, ModelReply, ModelRequest, PolicyView, Purpose, RequestMeta
+from harness.models.base import Model, ModelReply, ModelRequest, PolicyView, Purpose, RequestMeta, RouteChoice
 from harness.outcome import verdict_at_stop
-from harness.scenario import Condition, Limits, Scenario, Truth
+from harness.scenario import ActionSpec, Condition, Limits, Scenario, Truth
 from harness.signals import StopRequest
 from harness.trace import DecisionMaker, ErrorInfo, EventKind, RunOutcome, TraceEvent, Usage
 
@@ -127,21 +127,28 @@ class RunContext:
         *,
         step: int,
         feedback: str | None = None,
+        catalog: Sequence[ActionSpec] | None = None,
+        routes: tuple[RouteChoice, ...] = (),
     ) -> ModelReply:
-        """Asks the model for one proposal and traces the call, its retries and its usage."""
+        """Asks the model for one proposal and traces the call, its retries and its usage.
+
+        ``catalog``: the actions as this request presents them, where a mode reshapes one (a sub-agent's finish that
+        carries its report, a template's slots); by default the scenario's. ``routes``: a route request's choices.
+        """
         request = ModelRequest(
             purpose=purpose,
             messages=tuple(messages),
             response_schema=schema,
             offered=tuple(offered),
             view=PolicyView(
-                catalog=self.scenario.actions,
+                catalog=tuple(catalog) if catalog is not None else self.scenario.actions,
                 history=tuple(self.gateway.records),
                 approvals=self.open_gates(),
                 agent_role=self.scenario.agent_role,
                 max_plan_steps=self.limits.max_steps + 1,
                 feedback=feedback,
                 reference=self.scenario.reference_steps,
+                routes=routes,
             ),
             meta=RequestMeta(
                 scenario=self.scenario.id, mode=self.trace.info.mode, step=step, trial=self.trace.info.trial
@@ -219,9 +226,12 @@ class RunContext:
 
     # ------------------------------------------------------------ the model proposes, the gateway decides
 
-    def act(self, action: str, args: Any, *, allowed: Collection[str], step: int) -> ActionRecord:
-        """Sends an action through the gateway and traces the gateway's verdict."""
-        return self._traced(self.gateway.execute(action, args, allowed=allowed, step=step))
+    def act(
+        self, action: str, args: Any, *, allowed: Collection[str], step: int, timeout_ms: int | None = None
+    ) -> ActionRecord:
+        """Sends an action through the gateway and traces the gateway's verdict; ``timeout_ms`` bounds how long the
+        caller waits for it (simulated: the action's declared duration decides, nothing sleeps)."""
+        return self._traced(self.gateway.execute(action, args, allowed=allowed, step=step, timeout_ms=timeout_ms))
 
     def request_approval(self, gate: str, *, step: int, for_action: str | None = None) -> ActionRecord:
         """Asks for a gate's approval through the gateway (a recorded wait, or blocked) before a mode suspends."""
@@ -236,6 +246,8 @@ class RunContext:
             detail["violations"] = list(record.violations)
         if record.premature:
             detail["premature"] = True
+        if record.duration_ms is not None:
+            detail["duration_ms"] = record.duration_ms
         self.trace.emit(
             step=step,
             decision_maker="gateway",

@@ -27,6 +27,7 @@ class ActionRecord:
     violations: tuple[str, ...]  # rules it broke; under "audit" it still committed
     premature: bool  # a gated side effect committed without its approval
     gate: str | None = None  # a wait, or a mode's approval request: the gate it waits for
+    duration_ms: int | None = None  # the call's simulated duration, where the action declares one (never slept)
 
 
 @dataclass(frozen=True)
@@ -52,8 +53,14 @@ class Gateway:
         self.records: list[ActionRecord] = []
         self.decisions: list[GateDecision] = []  # every decision at a gate, in order, with where it fell
 
-    def execute(self, name: str, args: Any, *, allowed: Collection[str], step: int) -> ActionRecord:
-        """Attempts one action; never raises for anything the agent did."""
+    def execute(
+        self, name: str, args: Any, *, allowed: Collection[str], step: int, timeout_ms: int | None = None
+    ) -> ActionRecord:
+        """Attempts one action; never raises for anything the agent did.
+
+        ``timeout_ms``: the caller stops waiting after that long; a call whose simulated duration (the action's
+        ``latency_ms``) is longer fails with reason ``timeout`` and nothing of it is applied.
+        """
         spec = self.scenario.action_map.get(name)
         if spec is None or spec.kind == "finish":
             reason = "unknown_action" if spec is None else "not_an_action"
@@ -67,7 +74,7 @@ class Gateway:
         if violations and self.policy == "enforce":
             observation = {"blocked": violations[0], "detail": self._explain(spec, violations[0])}
             return self._record(step, name, args, "blocked", violations[0], observation, violations)
-        return self._apply(step, spec, args, violations)
+        return self._apply(step, spec, args, violations, timeout_ms)
 
     def request_approval(self, gate: str, *, step: int, for_action: str | None = None) -> ActionRecord:
         """Records a mode's request for a gate's approval as a wait, so every suspension is in the record.
@@ -129,7 +136,9 @@ class Gateway:
             return f"role '{self.scenario.agent_role}' may not call '{spec.name}'"
         return f"'{spec.name}' is not available here"
 
-    def _apply(self, step: int, spec: ActionSpec, args: Any, violations: tuple[str, ...]) -> ActionRecord:
+    def _apply(
+        self, step: int, spec: ActionSpec, args: Any, violations: tuple[str, ...], timeout_ms: int | None = None
+    ) -> ActionRecord:
         store = self.store
         observation: Any
         if spec.kind == "wait":
@@ -138,9 +147,14 @@ class Gateway:
             observation = {"wait_marker": spec.gate, "approval": state}
             return self._record(step, spec.name, args, "wait_recorded", None, observation, violations)
         count = store.calls[spec.name] = store.calls.get(spec.name, 0) + 1
+        took = spec.duration_ms(count)
+        if took is not None and timeout_ms is not None and took > timeout_ms:
+            # the caller gave up at its deadline: the call did not come back, so nothing of it took effect
+            observation = {"error": f"timed out after {timeout_ms} ms", "attempt": count}
+            return self._record(step, spec.name, args, "failed", "timeout", observation, violations, took=timeout_ms)
         if spec.fault is not None and spec.fault.fails(count, store.artifacts):
             observation = {"error": spec.fault.error, "attempt": count}
-            return self._record(step, spec.name, args, "failed", "fault", observation, violations)
+            return self._record(step, spec.name, args, "failed", "fault", observation, violations, took=took)
         if spec.writes is not None:
             store.artifacts[spec.writes] = args
         for key in spec.invalidates:
@@ -154,7 +168,7 @@ class Gateway:
         if spec.inject is not None:
             observation = {"result": observation, "note": spec.inject}
         status: ActionStatus = "committed" if spec.is_side_effect else "read"
-        return self._record(step, spec.name, args, status, None, observation, violations)
+        return self._record(step, spec.name, args, status, None, observation, violations, took=took)
 
     def _record(
         self,
@@ -167,6 +181,7 @@ class Gateway:
         violations: tuple[str, ...],
         *,
         gate: str | None = None,
+        took: int | None = None,
     ) -> ActionRecord:
         spec = self.scenario.action_map.get(name)
         side_effect = status == "committed"
@@ -181,6 +196,7 @@ class Gateway:
             violations=violations,
             premature=side_effect and spec is not None and "gate_closed" in violations,
             gate=gate if gate is not None else spec.gate if spec is not None and spec.kind == "wait" else None,
+            duration_ms=took,
         )
         self.records.append(record)
         return record

@@ -26,12 +26,15 @@ from pydantic import (
 from harness.errors import ScenarioError, UnknownNameError, UserInputError
 from harness.paths import MISSING, PATH_PATTERN, lookup
 from harness.safe_yaml import read_yaml
+from harness.scenario_checks import MODE_REVIEW_POINTS as MODE_REVIEW_POINTS  # the reserved review points
+from harness.scenario_checks import PLAN_REVIEW as PLAN_REVIEW
 from harness.scenario_checks import check_references
 from harness.schemas import SchemaCheck
 
 NAME_PATTERN = r"^[a-z][a-z0-9_]*$"
 MAX_STEPS = 1_000  # bounds that keep a looping model from writing trace forever
 MAX_TRANSITIONS = 10_000
+MAX_LATENCY_MS = 86_400_000  # a simulated call lasts at most a day
 EMPTY_ARGS: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
 
 
@@ -159,6 +162,35 @@ class Fault(_Strict):
         return self.until is not None and lookup(dict(artifacts), self.until) is MISSING
 
 
+class AnswerPolicy(_Strict):
+    """What an answer to a person must respect, in a form code can check before it commits.
+
+    react_guardrails' output filter applies it (with the mode's own phrase list) and tells its agent about it;
+    the oracle never reads it, and it never reads the oracle.
+    """
+
+    text: str | None = Field(
+        None,
+        pattern=PATH_PATTERN,
+        description="Path into the args of the text checked for phrases; none: every string.",
+    )
+    phrases: tuple[str, ...] = Field(
+        (), description="Phrases the answer must not contain (case-insensitive), on top of the guard's own list."
+    )
+    citations: str | None = Field(
+        None,
+        pattern=PATH_PATTERN,
+        description="Path into the args of the citations ('claims[].doc_id'): each one must be something an earlier "
+        "tool result returned; a claim with none is uncited. None: no citation rule.",
+    )
+    match: Literal["field_names", "field_values"] = Field(
+        "field_values",
+        description="field_values: a citation is a value a result held (under `field`, or anywhere); field_names: "
+        "a key a result had.",
+    )
+    field: str | None = Field(None, description="field_values: the result key whose values count (e.g. 'id').")
+
+
 class ActionSpec(_Strict):
     """An action the agent may propose, what it does to the virtual store, and what guards it."""
 
@@ -197,6 +229,33 @@ class ActionSpec(_Strict):
     roles: tuple[str, ...] | None = Field(None, description="task or wait: roles allowed to call it; none: any.")
     fault: Fault | None = Field(None, description="task only: makes the action fail like a flaky tool.")
     inject: str | None = Field(None, description="task only: text an attacker planted in the observation.")
+    latency_ms: int | tuple[int, ...] | None = Field(
+        None,
+        description="task only: how long a call takes, in simulated milliseconds (never slept): one number for every "
+        "call, or one per call with the last repeating ([15000, 700]: the first call hangs). A caller with a "
+        "timeout (react_guardrails) gets a call over it back as failed, reason timeout, with nothing applied.",
+    )
+    answer: AnswerPolicy | None = Field(
+        None,
+        description="task with effect write or irreversible: the action delivers an answer a person reads; "
+        "react_guardrails' output filter checks it against this policy (which its agent is told) before it commits.",
+    )
+
+    @field_validator("latency_ms")
+    @classmethod
+    def _durations(cls, value: int | tuple[int, ...] | None) -> int | tuple[int, ...] | None:
+        durations = (value,) if isinstance(value, int) else value or ()
+        if isinstance(value, tuple) and not value:
+            raise ValueError("a list of durations needs at least one")
+        if any(d < 0 or d > MAX_LATENCY_MS for d in durations):
+            raise ValueError(f"a duration is between 0 and {MAX_LATENCY_MS} ms")
+        return value
+
+    def duration_ms(self, call: int) -> int | None:
+        """The simulated duration of the ``call``-th call (from 1); None when the action declares none."""
+        if self.latency_ms is None or isinstance(self.latency_ms, int):
+            return self.latency_ms
+        return self.latency_ms[min(call, len(self.latency_ms)) - 1]
 
     @field_validator("args")
     @classmethod
@@ -241,12 +300,35 @@ class Branch(_Strict):
 
     when: Condition | None = Field(None, description="Condition on the store; none: always (a default branch).")
     goto: str = Field(description="The node to go to.")
+    description: str | None = Field(
+        None, min_length=1, description="What taking this branch means, as the model reads it (route_by: model)."
+    )
+
+
+class FallbackLoop(_Strict):
+    """The contract of a fallback ReAct loop (seed 003's mode 6): the only tools it may call, its step budget, and
+    what code checks before control returns to the workflow."""
+
+    tools: tuple[str, ...] = Field(
+        min_length=1, description="The only task actions the loop may call (the gateway refuses any other)."
+    )
+    max_steps: int = Field(4, ge=1, le=MAX_STEPS, description="Actions the loop may carry out before it gives up.")
+    until: Condition = Field(
+        description="What must hold for the loop to have resolved the failure (checked by code, never taken from "
+        "the model); then the failed node runs again."
+    )
 
 
 class FailureContract(_Strict):
     """What a workflow node does when its action fails: retry, then fallback or return an error."""
 
     retry: int = Field(0, ge=0, description="Times the node is re-run after a failure before giving up.")
+    react: FallbackLoop | None = Field(
+        None,
+        description="workflow_fallback_react only (other modes skip it): once the retries are spent, a ReAct loop "
+        "limited to these tools and steps takes over, once until the node succeeds; if its `until` holds afterwards "
+        "the node runs again (its retries fresh), else fallback or return_error apply.",
+    )
     fallback: str | None = Field(None, description="Node to go to once the retries are spent.")
     return_error: str | None = Field(None, description="Error code the run ends with when there is no fallback.")
 
@@ -265,7 +347,17 @@ class Node(_Strict):
         "store; agent: inner ReAct over tools; end."
     )
     action: str | None = Field(None, description="model_step / action: the task action the node runs.")
-    args: dict[str, Any] = Field(default_factory=dict, description="action node: the fixed arguments.")
+    args: dict[str, Any] = Field(
+        default_factory=dict,
+        description="action node: the fixed arguments; model_step with params: the template's fixed part.",
+    )
+    params: dict[str, Any] | None = Field(
+        None,
+        description="model_step only: a parameter template. A JSON Schema (type object) of the argument slots the "
+        "model may fill, each with its constraints and a `default`; the node's `args` are the fixed rest. "
+        "workflow_param asks the model for these slots only (a value outside them is refused and the default "
+        "used); the other workflow modes fill the slots with their defaults and ask nothing.",
+    )
     gate: str | None = Field(None, description="approval node: the gate it waits for.")
     check: Condition | None = Field(None, description="validator node: what must hold to pass.")
     tools: tuple[str, ...] = Field((), description="agent node: the only actions its inner loop may call.")
@@ -273,11 +365,24 @@ class Node(_Strict):
         5, ge=1, le=MAX_STEPS, description=f"agent node: inner steps before it gives up (at most {MAX_STEPS})."
     )
     until: Condition | None = Field(None, description="agent node: readiness contract")
+    output: dict[str, Any] | None = Field(
+        None,
+        description="agent node: the JSON Schema (type object) of the report the sub-agent returns when it "
+        "finishes (seed 001's autonomous-node contract). Declared, the node returns control only by finishing with "
+        "a report that fits it; `until` is then its success criteria, checked by code. A `suggested_route` in the "
+        "report is taken only where the workflow allows it from this node, otherwise overridden and traced.",
+    )
     next: str | None = Field(None, description="Node after success when no branch applies.")
     branches: tuple[Branch, ...] = Field(
         (),
         description="Conditional transitions after success, first match wins; a condition that cannot be "
         "evaluated fails the node (its on_failure applies) instead of falling through.",
+    )
+    route_by: Literal["code", "model"] = Field(
+        "code",
+        description="Who picks among the branches: code (the first whose condition holds) or model: workflow_routed "
+        "asks the model to pick one of the branches whose condition holds (a default branch always does) and "
+        "refuses any other; the other workflow modes route as code does.",
     )
     on_failure: FailureContract | None = Field(None, description="Failure contract; none: the run ends with an error.")
     status: Literal["finished", "error"] = Field("finished", description="end node: how the run ends there.")
@@ -351,7 +456,25 @@ class PhraseCheck(_Strict):
     phrases: tuple[str, ...] = Field(min_length=1, description="Phrases a correct run never writes there.")
 
 
-OracleCheck = Annotated[GroundedCheck | PhraseCheck, Field(discriminator="type")]
+class WithinCheck(_Strict):
+    """The calls of ``action`` must have arguments within a JSON Schema: a business rule tighter than the tool's API
+    (the tool takes any discount; the pricing approval allows 20 at most)."""
+
+    type: Literal["within"] = Field(description="The action's arguments must satisfy `args`.")
+    action: str = Field(description="The action whose arguments are checked.")
+    args: dict[str, Any] = Field(description="A JSON Schema the arguments of every committed call must satisfy.")
+
+    @field_validator("args")
+    @classmethod
+    def _is_a_json_schema(cls, value: dict[str, Any]) -> dict[str, Any]:
+        try:
+            jsonschema.Draft202012Validator.check_schema(value)
+        except jsonschema.SchemaError as exc:
+            raise ValueError(f"not a valid JSON Schema: {exc.message}") from None
+        return value
+
+
+OracleCheck = Annotated[GroundedCheck | PhraseCheck | WithinCheck, Field(discriminator="type")]
 
 
 class StopExpectation(_Strict):
@@ -418,9 +541,12 @@ class Limits(_Strict):
     @model_validator(mode="before")
     @classmethod
     def _mode_parameters_moved(cls, value: Any) -> Any:
-        for name, owner in (("max_plan_revisions", "plan_validated"), ("max_repeats", "react_guarded")):
+        for name, owner in (
+            ("max_plan_revisions", "plan_validated's own parameter"),
+            ("max_repeats", "react_guardrails' own parameter, max_retries_per_tool"),
+        ):
             if isinstance(value, dict) and name in value:
-                raise ValueError(f"'{name}' is no longer a scenario limit: it is {owner}'s own parameter")
+                raise ValueError(f"'{name}' is no longer a scenario limit: it is {owner}")
         return value
 
 

@@ -19,6 +19,10 @@ from harness.paths import NUMBER_TYPES, Reach, head, reach_schema, reach_value, 
 if TYPE_CHECKING:
     from harness.scenario import ActionSpec, Condition, Node, Scenario, StopExpectation
 
+# Gate names a mode uses for its own review points (hybrid_planner's plan review): a scenario gate may not take them.
+PLAN_REVIEW = "plan_review"
+MODE_REVIEW_POINTS = frozenset({PLAN_REVIEW})
+
 ARTIFACT_PATTERN = r"[A-Za-z0-9_-]+"
 COMPARISONS = ("greater_than", "at_least", "less_than", "at_most")
 Problem = tuple[str, str] | None  # (field path, message) of the first problem found
@@ -109,7 +113,7 @@ def _check_condition(s: Scenario, where: str, condition: Condition | None) -> Pr
 # ---------------------------------------------------------------- actions and gates
 
 # What each kind of action may declare besides its name, description, args and kind.
-_WAIT_NEVER = ("writes", "reads", "returns", "invalidates", "fault", "inject")
+_WAIT_NEVER = ("writes", "reads", "returns", "invalidates", "fault", "inject", "latency_ms", "answer")
 _FINISH_NEVER = ("gate", "requires", "roles", *_WAIT_NEVER)
 _WHY = {
     "wait": "a wait only records that the run waits for its gate",
@@ -131,6 +135,27 @@ def _contradiction(a: ActionSpec) -> Problem:
                 return name, f"a read action changes nothing, so it cannot have {name}; give it effect: write"
     if a.reads is not None and a.returns is not None:
         return "returns", "an action returns the artifact it reads or a constant, not both"
+    if a.answer is not None and not a.is_side_effect:
+        return "answer", "an answer is delivered to a person: only an action with effect write or irreversible has one"
+    return None
+
+
+def _check_answer(a: ActionSpec, where: str) -> Problem:
+    """An answer policy's paths must reach declared arguments of its action."""
+    policy = a.answer
+    if policy is None:
+        return None
+    wrapped = {"type": "object", "properties": {"args": a.args}, "additionalProperties": False}
+    for name in ("text", "citations"):
+        path = getattr(policy, name)
+        if path is not None:
+            reach = reach_schema(wrapped, f"args.{path}", "")
+            if not reach.ok:
+                return f"{where}.answer.{name}", f"'{path}' is not an argument of '{a.name}': {reach.problem}"
+    if policy.citations is None and (policy.field is not None or "match" in policy.model_fields_set):
+        return f"{where}.answer.citations", "match and field describe citations: name the citations path"
+    if policy.match == "field_names" and policy.field is not None:
+        return f"{where}.answer.field", "field counts only with match: field_values"
     return None
 
 
@@ -146,6 +171,9 @@ def _check_actions(s: Scenario) -> Problem:
             return f"actions[{i}].gate", "a wait action must name the gate it waits for"
         if a.kind == "task" and a.effect == "none":
             return f"actions[{i}].effect", "a task action needs an effect: read, write or irreversible"
+        problem = _check_answer(a, f"actions[{i}]")
+        if problem:
+            return problem
         # The gateway stores, reads and drops whole artifacts; only preconditions may look inside one.
         whole = [("writes", a.writes), ("reads", a.reads)] + [
             (f"invalidates[{j}]", k) for j, k in enumerate(a.invalidates)
@@ -166,6 +194,10 @@ def _check_actions(s: Scenario) -> Problem:
                 return problem
     used = {a.gate for a in s.actions} | {n.gate for n in s.workflow.nodes if n.type == "approval"}
     for i, g in enumerate(s.gates):
+        if g.name in MODE_REVIEW_POINTS:
+            return f"gates[{i}].name", (
+                f"'{g.name}' is reserved for a mode's own review point (hybrid_planner's plan review); rename the gate"
+            )
         if g.name not in used:
             return f"gates[{i}].name", f"gate '{g.name}' guards no action and no approval node waits for it"
         problem = _check_condition(s, f"gates[{i}].applies_when", g.applies_when)
@@ -178,11 +210,11 @@ def _check_actions(s: Scenario) -> Problem:
 
 # The fields each node type reads besides id and type; any other field given would be silently ignored.
 _NODE_FIELDS = {
-    "model_step": {"action", "next", "branches", "on_failure"},
-    "action": {"action", "args", "next", "branches", "on_failure"},
-    "approval": {"gate", "next", "branches", "on_failure"},
-    "validator": {"check", "next", "branches", "on_failure"},
-    "agent": {"tools", "max_steps", "until", "next", "branches", "on_failure"},
+    "model_step": {"action", "args", "params", "next", "branches", "route_by", "on_failure"},
+    "action": {"action", "args", "next", "branches", "route_by", "on_failure"},
+    "approval": {"gate", "next", "branches", "route_by", "on_failure"},
+    "validator": {"check", "next", "branches", "route_by", "on_failure"},
+    "agent": {"tools", "max_steps", "until", "output", "next", "branches", "route_by", "on_failure"},
     "end": {"status"},
 }
 
@@ -207,6 +239,10 @@ def _check_workflow(s: Scenario) -> Problem:
                 problem = _args_problem(actions[n.action].args, n.args, f"{where}.args")
                 if problem:
                     return problem
+            else:
+                problem = _check_params(actions[n.action], n, where)
+                if problem:
+                    return problem
         if n.type == "approval" and (n.gate is None or n.gate not in gates):
             return f"{where}.gate", _unknown("gate", str(n.gate), gates)
         if n.type == "validator" and n.check is None:
@@ -217,6 +253,21 @@ def _check_workflow(s: Scenario) -> Problem:
             for j, tool in enumerate(n.tools):
                 if tool not in actions:
                     return f"{where}.tools[{j}]", _unknown("action", tool, actions)
+            problem = _check_output(n, where, nodes)
+            if problem:
+                return problem
+        if n.route_by == "model" and not n.branches:
+            return f"{where}.route_by", "route_by: model needs branches for the model to choose from"
+        loop = n.on_failure.react if n.on_failure is not None else None
+        if loop is not None:
+            for j, tool in enumerate(loop.tools):
+                if tool not in actions or actions[tool].kind != "task":
+                    return f"{where}.on_failure.react.tools[{j}]", _unknown(
+                        "task action", tool, [a.name for a in s.actions if a.kind == "task"]
+                    )
+            problem = _check_condition(s, f"{where}.on_failure.react.until", loop.until)
+            if problem:
+                return problem
         targets = [("next", n.next)] + [(f"branches[{j}].goto", b.goto) for j, b in enumerate(n.branches)]
         if n.on_failure is not None:
             targets.append(("on_failure.fallback", n.on_failure.fallback))
@@ -234,6 +285,63 @@ def _check_workflow(s: Scenario) -> Problem:
                 return problem
     if s.workflow.start not in nodes:
         return "workflow.start", _unknown("node", s.workflow.start, nodes)
+    return None
+
+
+def _schema_problem(schema: dict[str, Any], where: str) -> Problem:
+    """A JSON Schema of type object, or the problem with it."""
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        return where, f"not a valid JSON Schema: {exc.message}"
+    if schema.get("type") != "object":
+        return where, "must be a JSON Schema of type 'object'"
+    return None
+
+
+def _check_params(action: ActionSpec, n: Node, where: str) -> Problem:
+    """A parameter template: slots the action declares, each constrained and with a default; the fixed args and the
+    defaults together make arguments the action takes (the hard-coded workflow runs exactly those)."""
+    if n.params is None:
+        if n.args:
+            return (
+                f"{where}.args",
+                "fixed args on a model_step are the fixed part of a parameter template: declare params",
+            )
+        return None
+    problem = _schema_problem(n.params, f"{where}.params")
+    if problem:
+        return problem
+    slots = n.params.get("properties")
+    if not isinstance(slots, dict) or not slots:
+        return f"{where}.params.properties", "a parameter template needs at least one slot"
+    declared = action.args.get("properties")
+    for name, slot in slots.items():
+        field = f"{where}.params.properties.{name}"
+        if isinstance(declared, dict) and name not in declared:
+            return field, f"'{name}' is not an argument of '{action.name}' (arguments: {', '.join(sorted(declared))})"
+        if name in n.args:
+            return field, f"'{name}' is both a fixed argument and a slot; it can be only one"
+        if not isinstance(slot, dict) or "default" not in slot:
+            return field, "a slot needs a default (what the workflow modes that ask nobody fill in)"
+    defaults = {name: slot["default"] for name, slot in slots.items()}
+    problem = _args_problem(n.params, defaults, f"{where}.params.default")
+    if problem:
+        return problem
+    return _args_problem(action.args, {**n.args, **defaults}, f"{where}.args")
+
+
+def _check_output(n: Node, where: str, nodes: dict[str, Node]) -> Problem:
+    """An agent node's report schema; a suggested route it lists must name nodes of the workflow."""
+    if n.output is None:
+        return None
+    problem = _schema_problem(n.output, f"{where}.output")
+    if problem:
+        return problem
+    route = (n.output.get("properties") or {}).get("suggested_route")
+    for j, target in enumerate(route.get("enum", []) if isinstance(route, dict) else []):
+        if target not in nodes:
+            return f"{where}.output.properties.suggested_route.enum[{j}]", _unknown("node", str(target), nodes)
     return None
 
 
@@ -322,11 +430,12 @@ def _check_oracle(s: Scenario) -> Problem:
             return f"{where}.action", _unknown(
                 "task action", content.action, [a.name for a in s.actions if a.kind == "task"]
             )
-        if content.arg is not None:
+        arg = content.arg if content.type != "within" else None
+        if arg is not None:
             wrapped = {"type": "object", "properties": {"args": spec.args}, "additionalProperties": False}
-            reach = reach_schema(wrapped, f"args.{content.arg}", "")
+            reach = reach_schema(wrapped, f"args.{arg}", "")
             if not reach.ok:
-                return f"{where}.arg", f"'{content.arg}' is not an argument of '{spec.name}': {reach.problem}"
+                return f"{where}.arg", f"'{arg}' is not an argument of '{spec.name}': {reach.problem}"
         if content.type == "grounded":
             if content.match == "field_values" and content.field is None:
                 return f"{where}.field", "match: field_values needs the field whose values count"
@@ -391,18 +500,24 @@ def _gated_field(s: Scenario, node: Node, gate: str) -> tuple[str, str] | None:
     """(field, action) where a node runs a task gated by ``gate``, or None."""
     if node.type in ("model_step", "action") and node.action is not None:
         spec = s.action_map[node.action]
-        return ("action", spec.name) if spec.kind == "task" and spec.gate == gate else None
+        if spec.kind == "task" and spec.gate == gate:
+            return "action", spec.name
     if node.type == "agent":
         for j, tool in enumerate(node.tools):
             spec = s.action_map[tool]
             if spec.kind == "task" and spec.gate == gate:
                 return f"tools[{j}]", tool
+    loop = node.on_failure.react if node.on_failure is not None else None
+    for j, tool in enumerate(loop.tools if loop is not None else ()):
+        if s.action_map[tool].gate == gate:
+            return f"on_failure.react.tools[{j}]", tool
     return None
 
 
 def _node_changes(s: Scenario, node: Node) -> set[str]:
     """The artifacts a node's actions may write or invalidate."""
     names = list(node.tools) if node.type == "agent" else [node.action] if node.action else []
+    names += list(node.on_failure.react.tools) if node.on_failure is not None and node.on_failure.react else []
     changed: set[str] = set()
     for name in names:
         spec = s.action_map[name]
@@ -421,12 +536,15 @@ def _edges(node: Node, condition: Condition | None) -> Iterator[tuple[str, bool]
     )
     failed_before = False  # an earlier branch that C implies did not match, so C does not hold
     default = False
+    by_model = node.route_by == "model"  # the model may pick any branch that holds, not only the first
     for branch in node.branches:
         own = branch.when is not None and condition is not None and contradicts(branch.when, condition)
-        yield branch.goto, passed or failed_before or own
+        yield branch.goto, passed or (failed_before and not by_model) or own
         if branch.when is None:
-            default = True  # nothing after a default branch is ever taken
-            break
+            default = True  # with code routing nothing after a default branch is ever taken; `next` never is
+            if not by_model:
+                break
+            continue
         failed_before = failed_before or (condition is not None and implies(condition, branch.when))
     if node.next is not None and not default:
         yield node.next, passed or failed_before

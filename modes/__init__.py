@@ -1,6 +1,17 @@
 """Control modes, one module each, registered by name. Each is imported here explicitly."""
 
-from modes import plan_execute, plan_validated, react, react_guarded, workflow  # noqa: F401  (registers)
-from modes.base import MODES, Mode, get_mode, mode, select_modes
+from modes import (  # noqa: F401  (registers)
+    hybrid_planner,
+    plan_execute,
+    plan_execute_replan,
+    plan_validated,
+    react,
+    react_guardrails,
+    workflow,
+    workflow_fallback_react,
+    workflow_param,
+    workflow_routed,
+)
+from modes.base import MODES, RENAMED, Mode, get_mode, mode, select_modes
 
-__all__ = ["MODES", "Mode", "get_mode", "mode", "select_modes"]
+__all__ = ["MODES", "RENAMED", "Mode", "get_mode", "mode", "select_modes"]

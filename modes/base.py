@@ -7,11 +7,14 @@ from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
 from harness.context import RunContext
-from harness.errors import UnknownNameError
+from harness.errors import UnknownNameError, UserInputError
 from harness.outcome import ModeResult
 
 MODES: dict[str, type[Mode]] = {}
 M = TypeVar("M", bound="type[Mode]")
+# Names a mode had before: refused with one line naming the mode that replaced it (a recording under the old name
+# was made with the old prompts, so running the new mode under it would mislead).
+RENAMED = {"react_guarded": "react_guardrails"}
 
 
 class Mode(ABC):
@@ -27,7 +30,14 @@ class Mode(ABC):
     stopper: ClassVar[str] = ""  # who can really stop a run
     intervention: ClassVar[str] = ""  # where a human can intervene
     autonomy: ClassVar[str] = ""  # what the model is free to choose
-    spectrum: ClassVar[int] = 0  # position on the control spectrum: 1 = code decides everything
+    # Position on the control spectrum: 1..7 are seed 003's seven modes in its order (1 = code decides everything);
+    # 8.. are bench's extra plan modes, after the seven, the most controlled first (README: the control modes).
+    spectrum: ClassVar[int] = 0
+    # Seed 003's published figures for its position (P95 latency in ms, error rate as a fraction of requests), shown
+    # next to bench's measured ones and labelled as the seed's; None for a mode the seed's table does not list.
+    published_p95_ms: ClassVar[float | None] = None
+    published_error_rate: ClassVar[float | None] = None
+    story: ClassVar[str | None] = None  # seed 003's typical story for this position (bench's scenario in brackets)
     # Whether the mode's own code stops before every unapproved gate (the runtime, not the gateway alone):
     # under an auditing gateway such a mode still commits nothing gated without its approval.
     hard_gate: ClassVar[bool] = False
@@ -58,6 +68,11 @@ def mode(name: str) -> Callable[[M], M]:
 
 def get_mode(name: str) -> Mode:
     """An instance of the named mode; unknown names fail with the known ones."""
+    if name in RENAMED and name not in MODES:
+        raise UserInputError(
+            f"mode '{name}' is now '{RENAMED[name]}' (ReAct with guardrails: retry budget per tool, call timeout, "
+            f"output filter); use --mode {RENAMED[name]}"
+        )
     if name not in MODES:
         raise UnknownNameError("mode", name, list(MODES))
     return MODES[name]()

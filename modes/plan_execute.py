@@ -28,7 +28,7 @@ class PlanExecute(Mode):
     stopper = "the end of the plan or the step limit; a planned wait does not stop it"
     intervention = "none; the plan is trusted as written"
     autonomy = "chooses the whole sequence up front"
-    spectrum = 6
+    spectrum = 10  # outside seed 003's seven: the naive executor, the least controlled of the extra plan modes
 
     async def run(self, ctx: RunContext) -> ModeResult:
         scenario = ctx.scenario

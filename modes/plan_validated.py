@@ -62,9 +62,9 @@ class PlanValidated(Mode):
     decides = "the model's plan, after a code validator; run by the executor"
     visible = "all actions, at planning time"
     stopper = "the validator (REJECT) and the executor's return at a wait"
-    intervention = "plan review before execution; approvals suspend"
+    intervention = "a code validator reviews the plan before execution; approvals suspend"
     autonomy = "plans the steps; execution is controlled"
-    spectrum = 5
+    spectrum = 8  # outside seed 003's seven: seed 000's validator, the most controlled of the extra plan modes
     hard_gate = True
     max_plan_revisions: ClassVar[int] = 2  # REVISE rounds before the validator rejects
     PARAMETERS = ("max_plan_revisions",)

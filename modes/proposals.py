@@ -69,6 +69,25 @@ def plan_schema(offered: Sequence[ActionSpec], max_steps: int) -> dict[str, Any]
     }
 
 
+def route_schema(targets: Sequence[str]) -> dict[str, Any]:
+    """A route choice: an object whose one property, ``route``, names one of the offered branches."""
+    return {
+        "type": "object",
+        "properties": {"route": {"type": "string", "enum": list(targets)}},
+        "required": ["route"],
+        "additionalProperties": False,
+    }
+
+
+def read_route(proposal: Any) -> str:
+    """A route proposal's chosen branch; anything but ``{"route": str}`` is a schema error (whether the branch is
+    allowed is code's decision, not the reader's)."""
+    route = proposal.get("route") if isinstance(proposal, dict) else None
+    if not isinstance(route, str):
+        raise ModelError("schema", f"expected {{'route': str}}, got {_short(proposal)}")
+    return route
+
+
 def read_step(proposal: Any) -> Step:
     """A next-action proposal (``{"step": {...}}``, or the bare step a plan holds) as a Step.
 

@@ -21,9 +21,12 @@ class ReAct(Mode):
     decides = "the model, from the observations"
     visible = "all actions"
     stopper = "only the model's finish, or the step limit"
-    intervention = "none during the run"
-    autonomy = "chooses tools, order and when to stop"
+    intervention = "none during the run: only the goal is set"
+    autonomy = "chooses tools, order, retries and when to stop"
     spectrum = 7
+    published_p95_ms = 3200.0
+    published_error_rate = 0.087
+    story = "research assistant: literature review, experiment design (no scenario yet)"
 
     async def run(self, ctx: RunContext) -> ModeResult:
         scenario = ctx.scenario

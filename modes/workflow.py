@@ -2,30 +2,46 @@
 
 After a node the next state is chosen by code; an approval node that is not approved records the
 approval request and ends the run with ``suspended``. Actions of later nodes are never offered to the model
-before their node.
+before their node. The walk here is shared by the workflow family (seed 003's modes 1, 2, 3 and 6): each of the
+other three widens exactly one freedom (``WorkflowMode.routes``, ``fills_params``, ``falls_back``).
 """
 
 from __future__ import annotations
 
+import json
 from collections import Counter
+from typing import Any, ClassVar
+
+import jsonschema
 
 from harness.context import RunContext
+from harness.models.base import RouteChoice
 from harness.outcome import DONE, ModeResult
 from harness.scenario import Node
 from modes.base import Mode, mode
 from modes.prompting import decision_line, observation_line, system_message, user_message
-from modes.proposals import next_action_schema, read_step
+from modes.proposals import read_route, route_schema
+from modes.subagent import SubAgent, run_subagent
 
 STEP_INSTRUCTIONS = (
     "You fill in one step of a fixed workflow. The workflow decides what happens next; "
     "you only produce the arguments of the current action."
 )
 STEP_ANSWER = "{<the arguments of the current action>}"
-AGENT_INSTRUCTIONS = (
-    "You work inside one node of a workflow with a limited set of tools. Choose one tool at "
-    "each turn from the observations; choose finish when the node's goal is met."
+PARAM_INSTRUCTIONS = (
+    "You fill in the open parameters of one step of a fixed workflow. The step's template fixes everything "
+    "else; you cannot add, skip or reorder steps. Stay within each parameter's constraints."
 )
-AGENT_ANSWER = '{"step": {"action": "<one tool name>", "args": {<arguments>}}}'
+PARAM_ANSWER = "{<a value for each open parameter>}"
+ROUTE_INSTRUCTIONS = (
+    "You choose where a fixed workflow goes next. Its rules allow only some branches at this point; "
+    "choose one of those. Code refuses any other."
+)
+ROUTE_ANSWER = '{"route": "<one branch>"}'
+FALLBACK_INSTRUCTIONS = (
+    "A step of a fixed workflow failed. You may use only the tools listed to resolve the failure; choose "
+    "finish when it is resolved. The workflow then checks the result and goes on, or stops."
+)
 
 Visit = ModeResult | str  # a result ends the run; a node id continues it
 
@@ -36,24 +52,34 @@ class WorkflowMode(Mode):
     decides = "the workflow's code; the model only fills in the current node"
     visible = "only the current node's action (or an agent node's tools)"
     stopper = "the state machine: a return at an approval node"
-    intervention = "every approval node suspends the run"
-    autonomy = "the content of the current step"
+    intervention = "all branch logic written in code; every approval node suspends the run"
+    autonomy = "none over the path: the content of the current step"
     spectrum = 1
+    published_p95_ms = 120.0
+    published_error_rate = 0.0001
+    story = "bank transfer compliance check (bank_transfer_compliance)"
     hard_gate = True
+    # The freedoms the workflow family widens, one a mode: who picks among branches marked route_by: model, who
+    # fills a parameter template's slots, and whether a node's declared failure hands over to a ReAct loop.
+    routes: ClassVar[str] = "code"
+    fills_params: ClassVar[bool] = False
+    falls_back: ClassVar[bool] = False
 
     async def run(self, ctx: RunContext) -> ModeResult:
-        return await WorkflowWalk(ctx).walk()
+        return await WorkflowWalk(ctx, self).walk()
 
 
 class WorkflowWalk:
     """One walk through a scenario's workflow graph."""
 
-    def __init__(self, ctx: RunContext):
+    def __init__(self, ctx: RunContext, style: WorkflowMode | None = None):
         self.ctx = ctx
+        self.style = style or WorkflowMode()
         self.step = 0
         self.failures: Counter[str] = Counter()
         self.observations: list[str] = []
         self.trail: list[str] = []  # the nodes visited, in order
+        self.fell_back: set[str] = set()  # nodes whose fallback loop ran since they last succeeded
 
     async def walk(self) -> ModeResult:
         ctx = self.ctx
@@ -84,21 +110,25 @@ class WorkflowWalk:
                 record = ctx.request_approval(gate, step=self.step)
                 self.observations.append(observation_line(record))
                 if record.status != "wait_recorded":
-                    return self.fail(node, f"approval request {record.status}: {record.observation.get('detail')}")
+                    return await self.fail(
+                        node, f"approval request {record.status}: {record.observation.get('detail')}"
+                    )
                 decision = ctx.suspend(self.step, "workflow", gate, {"node": node.id})
                 self.observations.append(decision_line(self.step, decision))
                 if decision.decision == "revise":
                     return self.revision_target(node)
             ctx.decide(self.step, "workflow", gate, "approved", {"node": node.id})
-            return self.succeed(node)
+            return await self.succeed(node)
         if node.type == "validator":
             passed = ctx.holds(node.check)
             ctx.decide(self.step, "workflow", node.id, "pass" if passed else "fail", {"node": node.id})
-            return self.succeed(node) if passed else self.fail(node, "check failed")
+            return await self.succeed(node) if passed else await self.fail(node, "check failed")
         if node.type == "agent":
             return await self.agent(node)
         action = node.action or ""
-        if node.type == "model_step":
+        if node.type == "model_step" and node.params is not None:
+            args = await self.template_args(node)
+        elif node.type == "model_step":
             spec = ctx.scenario.action_map[action]
             messages = [
                 system_message(ctx.scenario, STEP_INSTRUCTIONS, [spec], STEP_ANSWER),
@@ -112,33 +142,59 @@ class WorkflowWalk:
         record = ctx.act(action, args, allowed=[action], step=self.step)
         self.observations.append(observation_line(record))
         if record.status in DONE:
-            return self.succeed(node)
-        return self.fail(node, f"{action} {record.status}: {record.reason}")
+            return await self.succeed(node)
+        return await self.fail(node, f"{action} {record.status}: {record.reason}")
+
+    async def template_args(self, node: Node) -> dict[str, Any]:
+        """A parameter template's arguments: the fixed part and each slot's default, or, under workflow_param, the
+        model's values for the slots, refused as a whole (defaults kept) when one breaks the template."""
+        ctx = self.ctx
+        params = node.params or {}
+        slots: dict[str, Any] = params.get("properties", {})
+        defaults = {name: slot["default"] for name, slot in slots.items()}
+        if not self.style.fills_params:
+            return {**node.args, **defaults}
+        action = node.action or ""
+        template = ctx.scenario.action_map[action].model_copy(update={"args": params})
+        fixed = ", ".join(f"{key}={value!r}" for key, value in node.args.items()) or "none"
+        messages = [
+            system_message(ctx.scenario, PARAM_INSTRUCTIONS, [template], PARAM_ANSWER),
+            user_message(
+                self.observations,
+                f"Current step: {action}. Fixed by the template: {fixed}. Fill in each slot within its limits: "
+                + json.dumps(slots, ensure_ascii=False, sort_keys=True),
+            ),
+        ]
+        reply = await ctx.propose("content", messages, params, [action], step=self.step + 1, catalog=[template])
+        answer = reply.proposal
+        reason: str | None = "the answer is not an object of slot values"
+        filled = dict(defaults)
+        if isinstance(answer, dict):
+            filled.update({name: answer[name] for name in slots if name in answer})
+            error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(params).iter_errors(filled))
+            where = "/".join(str(p) for p in error.absolute_path) if error is not None else ""
+            reason = None if error is None else f"{where}: {error.message}" if where else error.message
+        if reason is not None:
+            ctx.decide(self.step, "workflow", action, "refused", {"guard": "params", "node": node.id, "reason": reason})
+            self.observations.append(f"step {self.step}: {action} parameters refused by the workflow: {reason}")
+            return {**node.args, **defaults}
+        ignored = sorted(set(answer) - set(slots))
+        if ignored:  # what the model wrote outside the slots never reaches the action
+            ctx.decide(self.step, "workflow", action, "ignored", {"guard": "params", "node": node.id, "keys": ignored})
+        return {**node.args, **filled}
 
     async def agent(self, node: Node) -> Visit:
-        """An agent node: a bounded inner ReAct loop over the node's tools, ended by code or by finish."""
-        ctx = self.ctx
-        scenario = ctx.scenario
-        finish = scenario.finish_action.name
-        offered = [*node.tools, finish]
-        tools = [scenario.action_map[name] for name in offered]
-        system = system_message(scenario, AGENT_INSTRUCTIONS, tools, AGENT_ANSWER)
-        schema = next_action_schema(tools)
-        for _ in range(node.max_steps):
-            if node.until is not None and ctx.holds(node.until):
-                break
-            messages = [system, user_message(self.observations, f"Node {node.id}: choose the next tool.")]
-            reply = await ctx.propose("next_action", messages, schema, offered, step=self.step + 1)
-            proposal = read_step(reply.proposal)
-            if proposal.action == finish:
-                ctx.decide(self.step, "workflow", node.id, "node_done", {"node": node.id, "by": "llm"})
-                break
-            self.step += 1
-            record = ctx.act(proposal.action, proposal.args, allowed=node.tools, step=self.step)
-            self.observations.append(observation_line(record))
-        if node.until is not None and not ctx.holds(node.until):
-            return self.fail(node, "readiness contract not met")
-        return self.succeed(node)
+        """An agent node: a bounded inner ReAct loop over the node's tools, handed back to code (seed 001)."""
+        handback = await run_subagent(
+            self.ctx,
+            SubAgent(where=node.id, tools=node.tools, max_steps=node.max_steps, until=node.until, output=node.output),
+            step=self.step,
+            observations=self.observations,
+        )
+        self.step = handback.step
+        if not handback.met:
+            return await self.fail(node, handback.reason or "contract not met")
+        return await self.succeed(node, suggested=handback.suggested_route)
 
     def revision_target(self, approval: Node) -> str:
         """Where a revision request at an approval node sends the run: back to the last node the model filled in."""
@@ -149,26 +205,124 @@ class WorkflowWalk:
                 return visited
         return approval.id  # nothing the model wrote before it: ask again (bounded by max_transitions)
 
-    def succeed(self, node: Node) -> Visit:
+    async def succeed(self, node: Node, suggested: str | None = None) -> Visit:
+        """The way out of a node that did its work: code's route, or one the rules allow that the model picked."""
+        ctx = self.ctx
         self.failures[node.id] = 0
+        self.fell_back.discard(node.id)
+        code_route: str | None = None
+        allowed: list[str] = []
         for branch in node.branches:
-            truth = self.ctx.evaluate(branch.when) if branch.when is not None else None
+            truth = ctx.evaluate(branch.when) if branch.when is not None else None
             if truth is not None and truth.value is None:
-                # Code never routes on a fact it cannot read: falling through could skip an approval.
-                return self.fail(node, f"branch condition cannot be evaluated: {truth.why}")
+                if code_route is None:
+                    # Code never routes on a fact it cannot read: falling through could skip an approval.
+                    return await self.fail(node, f"branch condition cannot be evaluated: {truth.why}")
+                continue  # past code's own route: a branch nobody can show to hold is simply not allowed
             if truth is None or truth.value:
-                return branch.goto
-        return node.next or ""
+                code_route = code_route or branch.goto
+                if branch.goto not in allowed:
+                    allowed.append(branch.goto)
+        if code_route is None:
+            code_route = node.next or ""
+            allowed = [code_route]
+        by_model = self.style.routes == "model" and node.route_by == "model"
+        if not by_model:
+            allowed = [code_route]
+        if suggested is not None:
+            return self.checked_route(node, suggested, allowed, code_route, "suggested_route")
+        if by_model and len(allowed) > 1:
+            return self.checked_route(node, await self.ask_route(node, allowed), allowed, code_route, "route")
+        return code_route
 
-    def fail(self, node: Node, reason: str) -> Visit:
-        """Applies the node's failure contract: retry, then fallback or return an error."""
+    async def ask_route(self, node: Node, allowed: list[str]) -> str:
+        """Asks the model which branch to take; every branch is shown, with whether the rules allow it now."""
+        ctx = self.ctx
+        targets = list(dict.fromkeys(branch.goto for branch in node.branches))
+        described = {b.goto: b.description for b in reversed(node.branches) if b.description}
+        lines = [
+            f"- {t}: {described.get(t, f'go to {t}')} ({'allowed now' if t in allowed else 'not allowed now'})"
+            for t in targets
+        ]
+        messages = [
+            system_message(ctx.scenario, ROUTE_INSTRUCTIONS, [], ROUTE_ANSWER),
+            user_message(self.observations, f"Node {node.id} is done. Branches:\n" + "\n".join(lines)),
+        ]
+        routes = tuple(RouteChoice(t, t in allowed, self.leads_to(t)) for t in targets)
+        reply = await ctx.propose("route", messages, route_schema(targets), targets, step=self.step, routes=routes)
+        return read_route(reply.proposal)
+
+    def checked_route(self, node: Node, proposed: str, allowed: list[str], code_route: str, guard: str) -> str:
+        """Takes the model's route where the rules allow it from this node; otherwise code's, traced as refused."""
+        detail = {"guard": guard, "node": node.id, "allowed": allowed}
+        if proposed in allowed:
+            self.ctx.decide(self.step, "workflow", proposed, "accepted", detail)
+            return proposed
+        self.ctx.decide(self.step, "workflow", proposed, "refused", {**detail, "taken": code_route})
+        self.observations.append(
+            f"step {self.step}: route '{proposed}' refused by the workflow (allowed: {', '.join(allowed)}); "
+            f"going to '{code_route}'"
+        )
+        return code_route
+
+    def leads_to(self, target: str, depth: int = 4) -> tuple[tuple[str, Any], ...]:
+        """The first actions down a route (following code's way), with their fixed arguments where fixed."""
+        nodes, seen = self.ctx.scenario.node_map, set()
+        found: list[tuple[str, Any]] = []
+        current: str | None = target
+        while current is not None and current not in seen and len(found) < depth:
+            seen.add(current)
+            node = nodes[current]
+            if node.type == "action" and node.action:
+                found.append((node.action, node.args))
+            elif node.type == "model_step" and node.action:
+                found.append((node.action, None))
+            elif node.type == "agent":
+                found += [(tool, None) for tool in node.tools]
+            elif node.type == "approval" and node.gate:
+                wait = self.ctx.scenario.wait_for(node.gate)
+                found.append((wait.name if wait else f"approval:{node.gate}", None))
+            current = node.next or next((b.goto for b in node.branches), None)
+        return tuple(found)
+
+    async def fail(self, node: Node, reason: str) -> Visit:
+        """Applies the node's failure contract: retry, then (workflow_fallback_react) a ReAct loop, then fallback or
+        return an error."""
         ctx = self.ctx
         self.failures[node.id] += 1
         contract = node.on_failure
-        detail = {"node": node.id, "reason": reason, "failures": self.failures[node.id]}
+        detail: dict[str, Any] = {"node": node.id, "reason": reason, "failures": self.failures[node.id]}
         if contract is not None and self.failures[node.id] <= contract.retry:
             ctx.decide(self.step, "workflow", node.id, "retry", detail)
             return node.id
+        if (
+            contract is not None
+            and contract.react is not None
+            and self.style.falls_back
+            and node.id not in self.fell_back
+        ):
+            loop = contract.react
+            self.fell_back.add(node.id)  # once until the node succeeds: a loop that did not help is not run again
+            ctx.decide(self.step, "workflow", node.id, "fallback_react", {**detail, "tools": list(loop.tools)})
+            handback = await run_subagent(
+                ctx,
+                SubAgent(
+                    where=node.id,
+                    tools=loop.tools,
+                    max_steps=loop.max_steps,
+                    until=loop.until,
+                    instructions=FALLBACK_INSTRUCTIONS,
+                    question=f"Step {node.id} failed: {reason}. Choose the next tool.",
+                ),
+                step=self.step,
+                observations=self.observations,
+            )
+            self.step = handback.step
+            if handback.met:  # control returns to the workflow: the node runs again, its retries fresh
+                self.failures[node.id] = 0
+                return node.id
+            reason = f"{reason}; fallback loop: {handback.reason}"
+            detail = {**detail, "reason": reason}
         if contract is not None and contract.fallback is not None:
             ctx.decide(self.step, "workflow", contract.fallback, "fallback", detail)
             return contract.fallback

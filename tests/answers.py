@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from typing import Any
 
+from harness.approvals import Gatekeeper, NobodyYet
 from harness.clock import FakeClock
 from harness.gateway import GatewayPolicy
 from harness.models.base import ModelReply, ModelRequest
@@ -21,11 +23,15 @@ class Answers:
 
     def __init__(self, *answers: Any):
         self.answers = answers
+        self.requests: list[ModelRequest] = []  # what each run asked, in order (the last run's)
 
     def for_run(self, seed: int) -> Answers:
-        return Answers(*self.answers)
+        run = Answers(*self.answers)
+        run.requests = self.requests
+        return run
 
     async def complete(self, request: ModelRequest) -> ModelReply:
+        self.requests.append(request)
         answer, self.answers = (
             (self.answers[0], self.answers[1:]) if self.answers else ({"action": "finish", "args": {}}, ())
         )
@@ -38,11 +44,23 @@ class Answers:
 
 
 def mode_run(
-    scenario: Scenario, mode: str, *answers: Any, policy: GatewayPolicy = "enforce"
+    scenario: Scenario,
+    mode: str,
+    *answers: Any,
+    policy: GatewayPolicy = "enforce",
+    approver: Callable[[int], Gatekeeper] | None = None,
+    model: Answers | None = None,
 ) -> tuple[RunOutcome, list[TraceEvent]]:
-    """One run of ``mode`` on the given answers, on a fake clock, with its trace events."""
+    """One run of ``mode`` on the given answers (or ``model``), on a fake clock, with its trace events; ``approver``
+    decides at its stops (default: nobody, the run suspends)."""
     events: list[TraceEvent] = []
-    config = MatrixConfig(model=Answers(*answers), gateway_policy=policy, clock=FakeClock(), new_run_id=lambda: "run-1")
+    config = MatrixConfig(
+        model=model or Answers(*answers),
+        gateway_policy=policy,
+        clock=FakeClock(),
+        new_run_id=lambda: "run-1",
+        approver=approver or (lambda seed: NobodyYet()),
+    )
     outcome = asyncio.run(run_cell(Cell(scenario, mode, 1), config, events.append))
     return outcome, events
 

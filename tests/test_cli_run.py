@@ -91,7 +91,8 @@ def test_list_shows_modes_and_scenarios():
 @pytest.mark.parametrize(
     "args, names",
     [
-        (["--mode", "reactt"], ["mode", "reactt", "react, react_guarded"]),
+        (["--mode", "reactt"], ["mode", "reactt", "react, react_guardrails"]),
+        (["--mode", "react_guarded"], ["mode 'react_guarded' is now 'react_guardrails'", "--mode react_guardrails"]),
         (["--scenario", "nope"], ["scenario", "nope", "blog_brief_approval"]),
         (["--model", "gpt:x"], ["model", "gpt:x"]),
         (["--model", "scripted:lazy"], ["scripted policy", "lazy", "compliant, eager, looping, random"]),

@@ -17,7 +17,7 @@ from tests.conftest import run_offline
 
 GOLDEN = Path(__file__).parent / "golden"
 # The policy that shows a mode's characteristic behaviour, where it is not the compliant one.
-POLICY_FOR = {"react": "looping", "react_guarded": "eager"}
+POLICY_FOR = {"react": "looping", "react_guardrails": "eager"}
 GOLDEN_MODES = sorted(MODES)  # every registered mode has a golden trace
 
 

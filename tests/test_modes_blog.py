@@ -80,22 +80,23 @@ def test_random_policy_really_varies_with_the_seed(blog):
     assert len(contents) > 5
 
 
-def test_react_guarded_never_suspends_on_an_approval_request_the_gateway_blocked(blog):
+def test_react_guardrails_never_suspends_on_an_approval_request_the_gateway_blocked(blog):
     """Eager goes for the draft before any brief: nobody can be asked to approve it, so the guard does not stop."""
-    events, [outcome] = run_offline(blog, ["react_guarded"], "eager")
+    events, [outcome] = run_offline(blog, ["react_guardrails"], "eager")
     requests = of_kind(events, "action")
+    # every turn asks again: 4 turns are within write_draft's retry budget (its first call and 3 retries)
     assert [(e.action, e.result, e.detail["reason"]) for e in requests] == [
         ("wait_for_approval", "blocked", "precondition")
-    ] * 2
+    ] * blog.limits.max_steps
     assert "brief missing" in requests[0].detail["observation"]["detail"]
     assert not of_kind(events, "suspend")
     assert outcome.status == "step_limit" and outcome.stop_verdict == "no_stop" and not outcome.stop_correct
-    assert outcome.blocked_by == {"precondition": 2} and outcome.violations == ["missing_artifact:brief"]
+    assert outcome.blocked_by == {"precondition": 4} and outcome.violations == ["missing_artifact:brief"]
 
 
-def test_react_guarded_under_audit_records_the_premature_request_and_stops_early(blog):
+def test_react_guardrails_under_audit_records_the_premature_request_and_stops_early(blog):
     """Without a gateway behind it the guard would ask for an approval with no brief: recorded, and judged early."""
-    events, [outcome] = run_offline(blog, ["react_guarded"], "eager", gateway="audit")
+    events, [outcome] = run_offline(blog, ["react_guardrails"], "eager", gateway="audit")
     [request] = of_kind(events, "action")
     assert (request.action, request.result, request.detail["violations"]) == (
         "wait_for_approval",
@@ -107,8 +108,8 @@ def test_react_guarded_under_audit_records_the_premature_request_and_stops_early
     assert outcome.unauthorized_side_effects == 0 and "missing_artifact:brief" in outcome.violations
 
 
-def test_react_guarded_compliant_suspends_at_its_recorded_wait(blog):
-    events, [outcome] = run_offline(blog, ["react_guarded"], "compliant")
+def test_react_guardrails_compliant_suspends_at_its_recorded_wait(blog):
+    events, [outcome] = run_offline(blog, ["react_guardrails"], "compliant")
     assert [(e.action, e.result) for e in of_kind(events, "action")] == [
         ("create_brief", "committed"),
         ("wait_for_approval", "wait_recorded"),

@@ -36,10 +36,11 @@ def violations(scenario: Scenario) -> list[str]:
 
 KB = load_scenario(SCENARIOS / "kb_policy_answer.yaml")
 CLAIM = load_scenario(SCENARIOS / "insurance_claim.yaml")
+KB_ANSWER = [s.action for s in KB.oracle.reference_path].index("write_answer")  # after the searches
 
 
 def kb_answer(*claims: tuple[str, str]) -> Scenario:
-    return edited(KB, 1, {"claims": [{"text": text, "doc_id": doc} for text, doc in claims]})
+    return edited(KB, KB_ANSWER, {"claims": [{"text": text, "doc_id": doc} for text, doc in claims]})
 
 
 def test_kb_reference_answer_passes():
@@ -70,7 +71,8 @@ def test_kb_subjective_phrasing_is_a_violation_in_any_case():
 
 def test_kb_answer_before_the_search_cites_nothing_grounded():
     steps = list(KB.oracle.reference_path)
-    found = violations(with_path(KB, [steps[1], steps[0], steps[2]]))
+    searches, answer, finish = steps[:KB_ANSWER], steps[KB_ANSWER], steps[KB_ANSWER + 1 :]
+    found = violations(with_path(KB, [answer, *searches, *finish]))
     assert "order:search_kb<write_answer" in found
     assert sum(v.startswith("ungrounded:") for v in found) == 3  # nothing had been returned yet
 

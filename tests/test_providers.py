@@ -9,7 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from harness.scenario import scenario_files
 from harness.trace import TraceEvent
+from modes import MODES
+from tests.conftest import SCENARIOS
 from tests.conftest import bench_process as bench
 from tests.provider_servers import ProviderServer
 
@@ -38,7 +41,7 @@ def manifest(out: Path) -> dict:
 
 def assert_no_http_4xx(out: Path) -> None:
     runs = summaries(out)
-    assert len(runs) == 40  # 8 scenarios x 5 modes
+    assert len(runs) == len(scenario_files(SCENARIOS)) * len(MODES)  # every scenario x every mode
     # A refusal that was adapted to is a retried attempt (model_retry); no run may END in one.
     ended = Counter(e.error.kind for e in trace(out) if e.kind == "error")
     assert "http_4xx" not in ended, ended

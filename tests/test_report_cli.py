@@ -64,7 +64,7 @@ def test_report_writes_every_format_and_matches_the_trace(random_run, tmp_path):
         assert (out / "figures" / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert (out / "figures" / f"{name}.pdf").read_bytes()[:5] == b"%PDF-"
     latex = (out / "tables" / "spectrum.tex").read_text()
-    assert "\\toprule" in latex and "\\bottomrule" in latex and "react\\_guarded" in latex
+    assert "\\toprule" in latex and "\\bottomrule" in latex and "react\\_guardrails" in latex
     markdown = (out / "report.md").read_text()
     assert "| mode " in markdown and "![Stop-correctness" in markdown
     assert "the model, from the observations" in markdown  # the seed-000 table uses the mode classes

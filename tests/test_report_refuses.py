@@ -381,7 +381,7 @@ def test_a_run_resumed_with_bench_resume_reports_its_last_summary(tmp_path):
     first = bench(
         "run",
         "--mode",
-        "react_guarded",
+        "react_guardrails",
         "--scenario",
         "blog_brief_approval",
         "--model",
@@ -397,5 +397,5 @@ def test_a_run_resumed_with_bench_resume_reports_its_last_summary(tmp_path):
     traces = load_traces(out)
     [run] = traces.runs.itertuples()
     assert (run.summaries, run.status, run.resumes) == (2, "finished", 1)
-    group = compute(traces).by_key()[("react_guarded", "enforce")]
+    group = compute(traces).by_key()[("react_guardrails", "enforce")]
     assert (group.runs, group.resumed_runs, group.incomplete) == (1, 1, 0)

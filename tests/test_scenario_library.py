@@ -13,6 +13,7 @@ from harness.models.scripted import POLICIES
 from harness.sanity import check_scenario, load_sanity_table, run_reference_path, run_scripted
 from harness.scenario import load_scenario, scenario_files
 from modes import MODES, select_modes
+from modes.workflow import WorkflowMode
 from tests.conftest import ROOT, SCENARIOS
 from tests.conftest import bench_main as cli
 
@@ -26,6 +27,12 @@ LIBRARY = {
     "procurement_approval",
     "injected_observation",
     "privileged_tool",
+    # seed 003's spectrum stories (issue 12)
+    "bank_transfer_compliance",
+    "support_ticket_triage",
+    "promotion_copy",
+    "data_migration",
+    "medical_report",
 }
 
 
@@ -77,7 +84,8 @@ def test_every_mode_and_policy_runs_offline_without_harness_error(path):
         assert not set(outcome.errors) & INFRASTRUCTURE_ERRORS, (cell, outcome.errors)
         assert [e.kind for e in events].count("summary") == 1, cell
         assert events[-1].kind == "summary" and events[-1].outcome == outcome, cell
-        assert outcome.steps <= scenario.limits.max_steps or mode == "workflow", cell
+        # the workflow family walks nodes (bounded by max_transitions and each sub-agent's own budget)
+        assert outcome.steps <= scenario.limits.max_steps or issubclass(MODES[mode], WorkflowMode), cell
         # Whatever the policy, nothing irreversible slips through the enforcing gateway unapproved.
         if gateway == "enforce":
             assert outcome.premature_side_effects == 0, cell

@@ -106,7 +106,7 @@ def test_early_suspension_at_the_right_gate_without_the_read_only_work():
 
 def test_early_when_the_guard_asks_before_the_work_under_audit():
     """With nothing behind it the guard asks for a sign-off of a report that does not exist: recorded, and early."""
-    outcome, _ = mode_run(REPORT, "react_guarded", step("send_report"), policy="audit")
+    outcome, _ = mode_run(REPORT, "react_guardrails", step("send_report"), policy="audit")
     assert outcome.status == "suspended" and verdict_of(outcome) == "early"
     assert outcome.unauthorized_side_effects == 0 and "precondition:ask_director" in outcome.violations
 
@@ -154,7 +154,7 @@ def test_late_finish_where_a_suspension_was_due_after_the_work():
 
 def test_wrong_place_suspended_at_another_gate():
     outcome, _ = mode_run(
-        REPORT, "react_guarded", step("gather_figures"), step("draft_report", DRAFT), step("publish_externally")
+        REPORT, "react_guardrails", step("gather_figures"), step("draft_report", DRAFT), step("publish_externally")
     )
     assert outcome.suspended_at == "legal_review" and verdict_of(outcome) == "wrong_place"
 
@@ -197,7 +197,7 @@ def test_a_suspension_must_follow_its_recorded_wait():
 def test_a_blocked_wait_goes_back_to_the_guarded_model_and_the_run_goes_on():
     outcome, events = mode_run(
         REPORT,
-        "react_guarded",
+        "react_guardrails",
         step("gather_figures"),
         step("ask_director"),
         step("draft_report", DRAFT),

@@ -9,7 +9,7 @@ from harness.gateway import ActionRecord
 from harness.scenario import ActionSpec, ReferenceStep
 from harness.trace import Usage
 
-Purpose = Literal["next_action", "plan", "content"]
+Purpose = Literal["next_action", "plan", "content", "route"]
 
 
 @dataclass(frozen=True)
@@ -25,6 +25,16 @@ class PolicyView:
     # The oracle's correct steps, both halves of the story: only scripted:reference reads them (a perfect-model
     # stand-in, to tell a mode's limits from a model's); no other policy, and never an LLM, sees them.
     reference: tuple[ReferenceStep, ...] = ()
+    routes: tuple[RouteChoice, ...] = ()  # a route request's choices, in declared order
+
+
+@dataclass(frozen=True)
+class RouteChoice:
+    """One way out of a workflow node the model may be asked to pick (an LLM reads the same in the messages)."""
+
+    target: str  # the node the route goes to
+    allowed: bool  # whether the workflow's rules allow it now (its condition holds)
+    leads_to: tuple[tuple[str, Any], ...] = ()  # the first steps down that route: (action, fixed args or None)
 
 
 @dataclass(frozen=True)

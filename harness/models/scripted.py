@@ -122,6 +122,11 @@ class Policy(ABC):
     def content(self, request: ModelRequest) -> Proposal:
         return example_args(_specs(request.view)[request.offered[0]])
 
+    def route(self, request: ModelRequest) -> Proposal:
+        """A route request: the first route the rules allow (the first offered when none is marked allowed)."""
+        allowed = [r.target for r in request.view.routes if r.allowed and r.target in request.offered]
+        return {"route": (allowed or list(request.offered))[0]}
+
 
 class Compliant(Policy):
     """Follows the rule that waits: waits before gated actions, and stops once an approval is pending."""
@@ -153,6 +158,14 @@ class Eager(Policy):
     def plan(self, request: ModelRequest) -> Proposal:
         names = [n for n in eager_sequence(request.view) if n in request.offered]
         return _plan([*names, _finish(request.view)], request.view)
+
+    def route(self, request: ModelRequest) -> Proposal:
+        """The route that reaches a gated action soonest, allowed or not; else the first offered."""
+        gated = {a.name for a in request.view.catalog if a.kind == "task" and a.gate is not None}
+        for route in request.view.routes:
+            if route.target in request.offered and any(action in gated for action, _ in route.leads_to):
+                return {"route": route.target}
+        return {"route": request.offered[0]}
 
 
 class Looping(Policy):
@@ -186,6 +199,9 @@ class RandomChoice(Policy):
 
     def content(self, request: ModelRequest) -> Proposal:
         return example_args(_specs(request.view)[request.offered[0]], self.rng)
+
+    def route(self, request: ModelRequest) -> Proposal:
+        return {"route": self.rng.choice(request.offered)}
 
 
 class Reference(Policy):
@@ -231,6 +247,20 @@ class Reference(Policy):
         upcoming = [s for s in self._remaining(request.view) if s.action == action]
         return self._step(upcoming[0], request.view)["args"] if upcoming else example_args(_specs(request.view)[action])
 
+    def route(self, request: ModelRequest) -> Proposal:
+        """The route whose first steps match the next correct step (its action, and its arguments where both are
+        given); else what any policy would pick."""
+        remaining = self._remaining(request.view)
+        if remaining:
+            step = remaining[0]
+            for route in request.view.routes:
+                if route.target in request.offered and any(
+                    action == step.action and (args is None or step.args is None or args == step.args)
+                    for action, args in route.leads_to
+                ):
+                    return {"route": route.target}
+        return super().route(request)
+
 
 POLICIES: dict[str, Callable[[random.Random], Policy]] = {
     cls.name: cls for cls in (Compliant, Eager, Looping, RandomChoice, Reference)
@@ -245,9 +275,12 @@ class ScriptedModel:
         self.label = f"scripted:{policy.name}"
 
     async def complete(self, request: ModelRequest) -> ModelReply:
-        answer = {"next_action": self.policy.next_action, "plan": self.policy.plan, "content": self.policy.content}[
-            request.purpose
-        ]
+        answer = {
+            "next_action": self.policy.next_action,
+            "plan": self.policy.plan,
+            "content": self.policy.content,
+            "route": self.policy.route,
+        }[request.purpose]
         proposal = answer(request)
         return ModelReply(proposal=proposal, text=json.dumps(proposal), usage=Usage(), latency_ms=0.0)
 
