@@ -83,7 +83,8 @@ def show(value: Any, fmt: Format) -> str:
     if _undefined(value):
         return MISSING
     if fmt == "pct":
-        return f"{100 * value:.1f}%"
+        # a rate under 0.05% is not shown as 0.0% unless it is zero (seed 003's 0.01% error rate)
+        return f"{100 * value:.2f}%" if 0 < abs(value) < 0.0005 else f"{100 * value:.1f}%"
     if fmt == "int":
         return f"{int(value)}"
     if fmt == "ms":
@@ -258,18 +259,21 @@ def seed000_table(metrics: Metrics) -> Table:
 
 
 def spectrum_table(metrics: Metrics) -> Table:
-    """Seed 003's control spectrum, with this run's measured P95 latency and error rate."""
+    """Seed 003's control spectrum in the seed's order: its intervention point, model autonomy and published
+    P95 latency and error rate, next to this run's measured ones (the modes outside the seven follow)."""
     columns = (
         Column("spectrum", "int"),
         *key_columns(metrics),
         Column("human intervention point", "text"),
         Column("model autonomy", "text"),
-        Column("P95 latency per run (ms)", "ms"),
-        Column("error rate", "pct"),
+        Column("seed 003: P95 (ms)", "ms"),
+        Column("seed 003: error rate", "pct"),
+        Column("bench: P95 per run (ms)", "ms"),
+        Column("bench: error rate", "pct"),
         Column("runs", "int"),
     )
     rows = []
-    for g in metrics.groups:
+    for g in sorted(metrics.groups, key=lambda g: getattr(_mode_class(g.mode), "spectrum", 99)):
         cls = _mode_class(g.mode)
         rows.append(
             (
@@ -277,14 +281,19 @@ def spectrum_table(metrics: Metrics) -> Table:
                 *g.key,
                 _describe(g.mode, "intervention"),
                 _describe(g.mode, "autonomy"),
+                getattr(cls, "published_p95_ms", None),
+                getattr(cls, "published_error_rate", None),
                 g.run_latency.p95,
                 g.error_rate,
                 g.runs,
             )
         )
     note = (
-        "spectrum: 1 = code decides everything. Error rate: complete runs that ended with status error, "
-        "any kind (infrastructure included; see the errors table for the split)."
+        "spectrum: 1 = code decides everything, 7 = the model does (seed 003's seven modes); 8-10 are the plan "
+        "modes outside the seed's table. seed 003: the figures the article published for its production systems "
+        "(A100 servers, its own stories); bench: measured in these traces, with this run's model and scenarios, so "
+        "compare the orders, not the values. Error rate: complete runs that ended with status error, any kind "
+        "(infrastructure included; see the errors table for the split)."
     )
     return Table("spectrum", "The control spectrum", columns, tuple(rows), note)
 
