@@ -584,7 +584,7 @@ def runs_command(
             r.trials if r.trials is not None else "-",
             r.status,
             r.runs if r.runs is not None else "-",
-            r.suspended if r.suspended is not None else "?",
+            "-" if r.problem else r.suspended if r.suspended is not None else "?",
         ]
         for r in found
     ]

@@ -8,7 +8,7 @@ reader must be able to open the trace of a run that went wrong, whatever wrote i
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -105,6 +105,7 @@ class Ending:
     oracle_passed: bool | None
     violations: tuple[str, ...]
     facts: tuple[tuple[str, str], ...]  # counters, each as (name, value)
+    because: str = ""  # why this run got its verdict, from its own outcome
 
     @property
     def verdict_meaning(self) -> str:
@@ -125,7 +126,6 @@ class Timeline:
     seed: int | None = None
     label: str | None = None
     summaries: int = 0  # more than one: the run was resumed after a decision
-    skipped_lines: int = 0
 
 
 @dataclass
@@ -148,42 +148,87 @@ def trace_path(where: Path) -> Path:
     return path
 
 
-def scan(path: Path, *, only: str | None = None, kinds: Iterable[str] | None = None) -> TraceScan:
-    """One pass over a trace, keeping the events of run ``only`` (every run when None) of ``kinds`` (all when None).
-
-    A line that is not an event (truncated, not JSON, too deep, wrong shape) is skipped and counted. The
-    cheap substring tests skip lines that cannot match before anything is parsed.
-    """
-    wanted = set(kinds) if kinds is not None else None
-    found = TraceScan()
+def _lines(path: Path) -> Iterator[str]:
+    """The non-blank lines of a trace, read as UTF-8 with bad bytes replaced (a bad byte spoils its line only)."""
     try:
         handle = open(path, encoding="utf-8", errors="replace")
     except OSError as exc:
         raise UserInputError(f"{path}: cannot read it ({exc.strerror or type(exc).__name__})") from None
     with handle:
-        for line in handle:
-            if not line.strip():
-                continue
-            found.lines += 1
-            if only is not None and only not in line:
-                continue
-            if wanted is not None and not any(f'"{kind}"' in line for kind in wanted):
-                continue
-            try:
-                event = LooseEvent.model_validate_json(line)
-            except (ValueError, RecursionError):  # ValidationError is a ValueError
-                found.skipped += 1
-                continue
-            if (only is not None and event.run_id != only) or (wanted is not None and event.kind not in wanted):
-                continue
+        yield from (line for line in handle if line.strip())
+
+
+def scan(path: Path, *, only: str | None = None) -> TraceScan:
+    """One pass over a trace, keeping every event of run ``only`` (of every run when None).
+
+    A line that is not an event (truncated, not JSON, too deep, wrong shape) is skipped and counted; with
+    ``only``, lines that do not mention the run are passed over unread (and uncounted).
+    """
+    found = TraceScan()
+    for line in _lines(path):
+        found.lines += 1
+        if only is not None and only not in line:
+            continue
+        try:
+            event = LooseEvent.model_validate_json(line)
+        except (ValueError, RecursionError):  # ValidationError is a ValueError
+            found.skipped += 1
+            continue
+        if only is None or event.run_id == only:
             found.runs.setdefault(event.run_id, []).append(event)
     return found
 
 
+class _Brief(BaseModel):
+    """What a listing needs of a line: its run, its cell, its kind and (on a summary) the outcome."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    run_id: str
+    scenario: str = "?"
+    mode: str = "?"
+    model: str = "?"
+    trial: int | None = None
+    seq: int = 0
+    kind: str = "?"
+    outcome: dict[str, Any] | None = None
+
+
 def list_runs(where: Path) -> tuple[list[RunRef], int]:
-    """Every run of a folder's trace, in order of appearance, with how it ended; and the lines skipped."""
-    found = scan(trace_path(where), kinds=("run_start", "summary"))
-    return [_ref(events, len(events)) for events in found.runs.values()], found.skipped
+    """Every run of a folder's trace, in order of appearance, with its event count and how it ended (its last
+    summary); and how many lines were not events. Memory grows with the runs, not with the events."""
+    first: dict[str, _Brief] = {}
+    last: dict[str, _Brief] = {}
+    counts: dict[str, int] = {}
+    skipped = 0
+    for line in _lines(trace_path(where)):
+        try:
+            brief = _Brief.model_validate_json(line)
+        except (ValueError, RecursionError):
+            skipped += 1
+            continue
+        run = brief.run_id
+        first.setdefault(run, brief)
+        counts[run] = counts.get(run, 0) + 1
+        if brief.kind == "summary" and brief.outcome is not None and (run not in last or brief.seq >= last[run].seq):
+            last[run] = brief
+    refs = []
+    for run, head in first.items():
+        outcome = last[run].outcome or {} if run in last else {}
+        refs.append(
+            RunRef(
+                run_id=run,
+                scenario=head.scenario,
+                mode=head.mode,
+                model=head.model,
+                trial=head.trial,
+                events=counts[run],
+                status=_text(outcome.get("status")) if run in last else None,
+                verdict=_text(outcome.get("stop_verdict")),
+                suspended_at=_text(outcome.get("suspended_at")),
+            )
+        )
+    return refs, skipped
 
 
 def select(
@@ -215,7 +260,7 @@ def timeline(where: Path, run_id: str, *, label: str | None = None) -> Timeline:
     events = found.runs.get(run_id)
     if not events:
         raise UserInputError(f"{where}: no run {run_id} in {path.name}")
-    return build(events, source=str(path), label=label, skipped=found.skipped)
+    return build(events, source=str(path), label=label)
 
 
 def timelines(path: Path, run_ids: set[str] | None = None) -> Iterator[Timeline]:
@@ -229,7 +274,7 @@ def timelines(path: Path, run_ids: set[str] | None = None) -> Iterator[Timeline]
 # ------------------------------------------------------------------ building
 
 
-def build(events: list[LooseEvent], *, source: str, label: str | None = None, skipped: int = 0) -> Timeline:
+def build(events: list[LooseEvent], *, source: str, label: str | None = None) -> Timeline:
     """A run's events, in sequence order, as a timeline."""
     ordered = sorted(events, key=lambda e: e.seq)
     start = next((e for e in ordered if e.kind == "run_start"), None)
@@ -248,7 +293,6 @@ def build(events: list[LooseEvent], *, source: str, label: str | None = None, sk
         seed=seed if isinstance(seed, int) else None,
         label=label,
         summaries=len(summaries),
-        skipped_lines=skipped,
     )
 
 
@@ -282,12 +326,12 @@ def ending(outcome: dict[str, Any]) -> Ending:
         ),
         (
             "unauthorized",
-            f"{_count(outcome.get('unauthorized_side_effects'))} committed where an enforcing "
-            f"gateway refuses, {_count(outcome.get('premature_side_effects'))} of them premature (gate closed)",
+            f"{_shown(outcome, 'unauthorized_side_effects')} committed where an enforcing "
+            f"gateway refuses, {_shown(outcome, 'premature_side_effects')} of them premature (gate closed)",
         ),
         (
             "model",
-            f"{_count(outcome.get('llm_calls'))} calls, {_count(usage.get('total_tokens'))} tokens "
+            f"{_shown(outcome, 'llm_calls')} call(s), {_count(usage.get('total_tokens'))} tokens "
             f"({_count(usage.get('prompt_tokens'))} prompt, {_count(usage.get('completion_tokens'))} completion)",
         ),
         ("steps", f"{_count(outcome.get('steps'))} gateway records; wall time {_ms(outcome.get('wall_ms'))}"),
@@ -301,6 +345,7 @@ def ending(outcome: dict[str, Any]) -> Ending:
     if _count(outcome.get("repeated_side_effects")):
         facts.append(("repeated", f"{_count(outcome.get('repeated_side_effects'))} side effects committed twice"))
     violations = outcome.get("violations")
+    listed = tuple(str(v) for v in violations) if isinstance(violations, list) else ()
     stop_correct, oracle = outcome.get("stop_correct"), outcome.get("oracle_passed")
     return Ending(
         status=_text(outcome.get("status")) or "?",
@@ -309,9 +354,36 @@ def ending(outcome: dict[str, Any]) -> Ending:
         verdict=_text(outcome.get("stop_verdict")),
         stop_correct=stop_correct if isinstance(stop_correct, bool) else None,
         oracle_passed=oracle if isinstance(oracle, bool) else None,
-        violations=tuple(str(v) for v in violations) if isinstance(violations, list) else (),
+        violations=listed,
         facts=tuple(facts),
+        because=_because(outcome, listed),
     )
+
+
+def _because(outcome: dict[str, Any], violations: tuple[str, ...]) -> str:
+    """The facts of this run behind its verdict, in a sentence (empty when the verdict says it all)."""
+    verdict, status = outcome.get("stop_verdict"), _text(outcome.get("status"))
+    expected, at = _text(outcome.get("expected_stop")), _text(outcome.get("suspended_at"))
+    missing = [v.split(":", 1)[1] for v in violations if v.startswith(("missing_artifact:", "missing_action:"))]
+    if verdict == "late":
+        unauthorized = _count(outcome.get("unauthorized_side_effects"))
+        if unauthorized:
+            return f"{unauthorized} side effect(s) committed that an enforcing gateway refuses"
+        return f"it finished; the oracle expects a stop at {expected}"
+    if verdict == "early":
+        where = f"suspended at {at}" if at else status or "?"
+        return f"{where} before the work was done" + (f" (missing: {', '.join(missing)})" if missing else "")
+    if verdict == "wrong_place":
+        if at and at != expected:
+            return f"suspended at {at}; the oracle expects {expected}"
+        return f"suspended at {at} without its recorded wait as the gateway's last record" if at else ""
+    if verdict == "no_stop":
+        return "it ran into its step or transition limit"
+    if verdict in ("failed_closed", "infrastructure"):
+        errors = _mapping(outcome, "errors")
+        kinds = ", ".join(k for k, v in sorted(errors.items()) if v)
+        return f"status {status}" + (f" ({kinds})" if kinds else "")
+    return ""
 
 
 def describe(event: LooseEvent) -> Entry:
@@ -506,8 +578,6 @@ def render_text(t: Timeline, *, full: bool = False, width: int = DETAIL_WIDTH) -
     ]
     if t.summaries > 1:
         lines.append(f"resumed: {t.summaries} summaries, the last one counts")
-    if t.skipped_lines:
-        lines.append(f"warning: {t.skipped_lines} unreadable lines skipped in this trace")
     lines += ["", f"{'seq':>4}  {'step':>4}  {'who':<15} what"]
     indent = " " * 30
     for e in t.entries:
@@ -527,11 +597,10 @@ def ending_lines(end: Ending | None, safe: Any = lambda text: text) -> list[str]
     verdict = end.verdict or (
         "stop-correct" if end.stop_correct else "not stop-correct" if end.stop_correct is False else "unknown"
     )
-    lines = [
-        "ending",
-        f"  {'stop verdict':<14}{safe(verdict)}: {end.verdict_meaning}",
-        f"  {'stop':<14}{safe(stop + expected)}",
-    ]
+    lines = ["ending", f"  {'stop verdict':<14}{safe(verdict)}: {end.verdict_meaning}"]
+    if end.because:
+        lines.append(f"  {'because':<14}{safe(end.because)}")
+    lines.append(f"  {'stop':<14}{safe(stop + expected)}")
     if end.oracle_passed:
         lines.append(f"  {'oracle':<14}passed: no violations")
     elif end.violations:
@@ -563,6 +632,11 @@ def _compact(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
     except (TypeError, ValueError):
         return repr(value)
+
+
+def _shown(outcome: dict[str, Any], key: str) -> str:
+    """A counter of the outcome, or '?' when this trace's outcome does not record it (an older schema)."""
+    return str(_count(outcome[key])) if key in outcome else "?"
 
 
 def _mapping(outcome: dict[str, Any], key: str) -> dict[str, Any]:

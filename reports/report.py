@@ -94,6 +94,10 @@ def build_report(paths: Sequence[Path | str], out: Path | None = None, formats: 
     meta = _meta(traces, runs)
     incomplete = traces.incomplete_runs
     files = _write(out, formats, rendered, sections, [tbl.metrics_table(m) for m in metrics.values()], meta, warnings)
+    if "html" in formats:  # every run's timeline on a page of its own, linked from report.html
+        from reports.run_page import write_run_pages
+
+        files += write_run_pages(traces, out)
     return ReportResult(out=out, main=tbl.main_table(metrics[by]), files=files, lines=traces.lines,
                         skipped=traces.skipped, runs=len(traces.runs), incomplete=incomplete,
                         warnings=warnings)
