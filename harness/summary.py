@@ -12,6 +12,12 @@ from harness.trace import RunOutcome, read_events
 
 HEADERS = ["mode", "runs", "stop-correct", "oracle passed", "statuses", "premature", "blocked",
            "wait w/o suspend", "steps (mean)", "llm calls", "tokens", "errors"]
+# What each column counts, printed under the table (README: the main job).
+LEGEND = """\
+stop-correct: runs whose stop verdict is correct (README: stop verdicts); oracle passed: stop-correct with no oracle
+violation; statuses: how the runs ended; premature: gated side effects committed before their approval; blocked:
+attempts the gateway refused; wait w/o suspend: runs that recorded a wait and went on; steps (mean): actions the
+gateway recorded per run, on average; llm calls, tokens: totals over the mode's runs; errors: error events by kind."""
 
 
 def mode_rows(results: Iterable[tuple[str, RunOutcome]]) -> list[list[object]]:
@@ -50,4 +56,5 @@ def table_for(traces: Path) -> str:
     """The table of a run folder's traces.jsonl, read back from disk (the run keeps no outcomes in memory)."""
     if not traces.exists():
         return "(no runs)"
-    return mode_table((e.mode, e.outcome) for e in read_events(traces) if e.kind == "summary" and e.outcome)
+    table = mode_table((e.mode, e.outcome) for e in read_events(traces) if e.kind == "summary" and e.outcome)
+    return f"{table}\n\n{LEGEND}"
