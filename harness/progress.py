@@ -3,12 +3,14 @@ cell in flight, moved by every trace event so a live run of minutes never looks 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from types import TracebackType
+from typing import Any
 
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.text import Text
 
 from harness.terminal import printable
 from harness.trace import RunOutcome, TraceEvent
@@ -38,19 +40,19 @@ class MatrixProgress:
         self.calls = 0
         self._flight: dict[str, _InFlight] = {}
         self._latest: str | None = None  # the run of the latest event: the cell the bar names
-        self._progress = Progress(
+        self._progress = _BarAndCell(
             TextColumn("[bold]runs"),
             BarColumn(),
             MofNCompleteColumn(),
             TextColumn("errors {task.fields[errors]}"),
             TextColumn("calls {task.fields[calls]}"),
             TimeElapsedColumn(),
-            TextColumn("{task.fields[cell]}", markup=False),  # scenario and mode names are data
+            cell=lambda: self.cell,
             console=self.console,
             disable=not self.enabled,
             transient=False,
         )
-        self._task = self._progress.add_task("runs", total=total, errors=0, calls=0, cell="")
+        self._task = self._progress.add_task("runs", total=total, errors=0, calls=0)
 
     @property
     def listener(self) -> Callable[[TraceEvent], None] | None:
@@ -101,15 +103,26 @@ class MatrixProgress:
         return f"{flying.cell} · step {flying.step}" + (f" (+{others} in flight)" if others > 0 else "")
 
     def _refresh(self) -> None:
-        self._progress.update(
-            self._task, completed=self.completed, errors=self.errors, calls=self.calls, cell=self.cell
-        )
+        self._progress.update(self._task, completed=self.completed, errors=self.errors, calls=self.calls)
 
     def __enter__(self) -> MatrixProgress:
         self._progress.start()
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        self._flight.clear()
-        self._progress.update(self._task, cell="")
+        self._flight.clear()  # the last frame shows no cell: nothing is in flight any more
         self._progress.stop()
+
+
+class _BarAndCell(Progress):
+    """The bar on one line and the cell in flight on the next, cut to the terminal's width (never dropped)."""
+
+    def __init__(self, *columns: Any, cell: Callable[[], str], **options: Any):
+        self._cell = cell  # first: the base class may draw while it starts
+        super().__init__(*columns, **options)
+
+    def get_renderables(self) -> Iterable[RenderableType]:
+        yield self.make_tasks_table(self.tasks)
+        cell = self._cell()
+        if cell:
+            yield Text(cell, style="dim", no_wrap=True, overflow="ellipsis")  # a Text: names are never markup

@@ -629,7 +629,9 @@ def _pending(folder: Path, run_id: str, gate: str | None) -> Checkpoint:
     if checkpoint is None:
         last = _last_summary(folder / TRACE_FILE, run_id)
         if last is None:
-            raise UserInputError(f"{folder}: no run {run_id}")
+            raise UserInputError(
+                f"{folder}: no run {run_id} (bench runs {folder} lists the runs waiting for a decision)"
+            )
         raise UserInputError(f"run {run_id} is not suspended (it ended {last}); only a suspended run can be resumed")
     if checkpoint.status != "suspended":
         decided = checkpoint.decisions[-1] if checkpoint.decisions else None

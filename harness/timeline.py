@@ -524,7 +524,8 @@ def _summary(e: LooseEvent, d: dict[str, Any]) -> Described:
     at = f" at {outcome['suspended_at']}" if outcome.get("suspended_at") else ""
     verdict = outcome.get("stop_verdict")
     verdict_text = f"; stop verdict {verdict}" if verdict else ""
-    return f"run ends: {status}{at}{verdict_text}", [], "end"
+    ends = "stops" if status == "suspended" else "ends"  # a suspended run may go on after a decision
+    return f"run {ends}: {status}{at}{verdict_text}", [], "end"
 
 
 def _generic(e: LooseEvent, d: dict[str, Any]) -> Described:
