@@ -723,20 +723,29 @@ def show(
     trial: int | None = None,
 ) -> Shown:
     """One run of a folder (or traces.jsonl) as a timeline when the selection names exactly one; else the
-    runs it matches. A selection that matches nothing is one line naming what there is."""
+    runs it matches. A selection that matches nothing is one line naming what there is.
+
+    A whole run id alone reads only the lines that mention it (a large trace opens fast); anything else reads
+    the trace's listing first, and counts every line that is not an event.
+    """
     from harness.timeline import list_runs, select, timeline
 
+    label = None
+    if folder.is_dir():
+        with contextlib.suppress(UserInputError):
+            label = read_manifest(folder).label
+    if run_id is not None and scenario is None and mode is None and trial is None:
+        found, skipped = timeline(folder, run_id, label=label)
+        if found is not None:
+            return Shown(found, [found.run], skipped)
     runs, skipped = list_runs(folder)
     matches = select(runs, run_id=run_id, scenario=scenario, mode=mode, trial=trial)
     if not matches:
         raise UserInputError(_nothing_matches(folder, runs, run_id, scenario, mode, trial))
     if len(matches) > 1:
         return Shown(None, matches, skipped)
-    label = None
-    if folder.is_dir():
-        with contextlib.suppress(UserInputError):
-            label = read_manifest(folder).label
-    return Shown(timeline(folder, matches[0].run_id, label=label), matches, skipped)
+    one, _ = timeline(folder, matches[0].run_id, label=label)
+    return Shown(one, matches, skipped)
 
 
 def _nothing_matches(

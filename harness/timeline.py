@@ -253,14 +253,13 @@ def select(
     ]
 
 
-def timeline(where: Path, run_id: str, *, label: str | None = None) -> Timeline:
-    """The timeline of one run of a folder (or of a traces.jsonl)."""
+def timeline(where: Path, run_id: str, *, label: str | None = None) -> tuple[Timeline | None, int]:
+    """The timeline of one run of a folder (or of a traces.jsonl), None when the trace does not hold it; and how
+    many lines that mention the run could not be read (its own corrupt lines)."""
     path = trace_path(where)
     found = scan(path, only=run_id)
     events = found.runs.get(run_id)
-    if not events:
-        raise UserInputError(f"{where}: no run {run_id} in {path.name}")
-    return build(events, source=str(path), label=label)
+    return (build(events, source=str(path), label=label) if events else None), found.skipped
 
 
 def timelines(path: Path, run_ids: set[str] | None = None) -> Iterator[Timeline]:

@@ -22,6 +22,7 @@ from reports.load import Traces
 
 RUNS_DIR = "runs"
 MAX_RUN_PAGES = 5_000  # past this, pages would outweigh the report; bench show opens any run instead
+DETAIL_CAP = 4_000  # characters of one detail line on a page
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}")
 _CELL = re.compile(r"<td([^>]*)>(\s*)([^<]*?)(\s*)</td>")
 
@@ -93,7 +94,7 @@ def page(t: Timeline, back: str = "../report.html") -> str:
         "<tbody>",
     ]
     for entry in t.entries:
-        details = "".join(f'<div class="detail">{_e(d)}</div>' for d in entry.details)
+        details = "".join(f'<div class="detail">{_e(_capped(d))}</div>' for d in entry.details)
         step = "" if entry.step is None else str(entry.step)
         parts.append(
             f'<tr class="tone-{entry.tone}" data-seq="{entry.seq}" data-kind="{_e(entry.kind)}">'
@@ -249,6 +250,13 @@ def _put(path: Path, text: str) -> None:
         path.write_text(text, encoding="utf-8")
     except OSError as exc:
         raise UserInputError(f"--out: cannot write {path} ({exc.strerror or exc})") from None
+
+
+def _capped(text: str) -> str:
+    """A detail line kept to DETAIL_CAP characters: a runaway answer must not make a page of megabytes."""
+    if len(text) <= DETAIL_CAP:
+        return text
+    return f"{text[:DETAIL_CAP]}… ({len(text) - DETAIL_CAP:,} more characters: bench show --full)"
 
 
 def _e(text: str) -> str:

@@ -165,9 +165,13 @@ def test_show_reads_old_traces_and_skips_lines_that_are_not_events(tmp_path, mon
         handle.write(b"not json\n" + b"[" * 10_000 + b"\n" + b'{"run_id": "\xff\xfe"\n')
         handle.write("".join(lines).encode())
         handle.write(b'{"kind": "summary"}\n')  # no run id: not an event
-    code, out, err = bench(monkeypatch, capsys, "show", str(trace), "--run", first)
+    code, out, err = bench(monkeypatch, capsys, "show", str(trace), "--run", first[:6])  # the listing reads it all
     assert code == 0, err
     assert "warning: 4 unreadable trace lines skipped" in err
+    with open(trace, "ab") as handle:
+        handle.write(f'{{"run_id": "{first}", "seq": '.encode() + b"\n")  # a cut line of this very run
+    code, whole, err = bench(monkeypatch, capsys, "show", str(trace), "--run", first)  # reads only its lines
+    assert code == 0 and whole == out and "warning: 1 unreadable trace lines skipped" in err
     assert f"run {first}:" in out and "no stop verdict in this trace" in out
     assert len([line for line in out.splitlines() if line[:4].strip().isdigit()]) == len(lines)
 
