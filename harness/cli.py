@@ -47,11 +47,11 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     help="Measure how agent control modes behave when rules conflict.",
 )
-command = app.command
 
 
 def bench_command(name: str) -> Any:
-    return command(name, cls=BenchCommand)
+    """``app.command`` with the plain help of BenchCommand: every command is registered through it."""
+    return app.command(name, cls=BenchCommand)
 
 
 ScenariosDir = Annotated[

@@ -197,7 +197,8 @@ def _runs_section(links: list[RunLink], total: int) -> str:
     )
     headers = ["run", "scenario", "mode", "trial", "model", "gateway", "status", "stop verdict", "violations"]
     headers += ["trace"] if several else []
-    parts += ['<div class="scroll"><table class="metrics" data-runs="all">', "<thead><tr>"]
+    # one line a run: the container scrolls sideways instead of the cells wrapping
+    parts += ['<div class="scroll"><table class="metrics" data-runs="all" style="white-space: nowrap">', "<thead><tr>"]
     parts += [f"<th>{h}</th>" for h in headers]
     parts += ["</tr></thead>", "<tbody>"]
     for link in links:
