@@ -20,6 +20,7 @@ from harness.terminal import printable
 
 ReportGrouping = Literal["mode", "scenario", "model"]  # reports.metrics.GROUPINGS (a test keeps them equal)
 REPORT_FORMATS = "md,csv,latex,html"  # reports.report.FORMATS (a test keeps them equal)
+LISTED_RUNS = 500  # bench show lists at most this many runs to choose from; a selection narrows the rest
 
 
 class BenchCommand(TyperCommand):
@@ -548,14 +549,16 @@ def show_command(
         return
     rows = [
         [r.run_id, r.scenario, r.mode, r.trial, r.status or "(no summary)", r.verdict or "-", r.events]
-        for r in shown.matches
+        for r in shown.matches[:LISTED_RUNS]
     ]
     typer.echo(
         printable(tabulate(rows, headers=["run", "scenario", "mode", "trial", "status", "stop verdict", "events"]))
     )
+    more = len(shown.matches) - len(rows)
     typer.echo(
-        f"\n{len(rows)} runs; show one with --run ID (a unique prefix will do) or narrow with --scenario, --mode, "
-        "--trial"
+        (f"... and {more:,} more\n" if more > 0 else "")
+        + f"\n{len(shown.matches):,} runs; show one with --run ID (a unique prefix will do) or narrow with "
+        "--scenario, --mode, --trial"
     )
 
 

@@ -340,3 +340,13 @@ def test_a_label_is_kept_in_the_manifest_and_named_at_the_end_of_the_run(tmp_pat
     assert "run 'baseline ä': 1 runs" in out and f"bench show {tmp_path / 'out'}" in out
     code, _, err = bench(monkeypatch, capsys, "run", "--resume", str(tmp_path / "out"), "--label", "other")
     assert code == 2 and "--label cannot change it" in err
+
+
+def test_a_long_listing_is_cut_and_says_how_many_more(folders, monkeypatch, capsys):
+    import harness.cli
+
+    monkeypatch.setattr(harness.cli, "LISTED_RUNS", 3)
+    code, out, _ = bench(monkeypatch, capsys, "show", str(folders["verdicts"]))
+    total = len({e.run_id for e in read_events(folders["verdicts"] / "traces.jsonl")})
+    assert code == 0 and f"... and {total - 3:,} more" in out and f"{total:,} runs; show one" in out
+    assert len([line for line in out.splitlines() if re.fullmatch(r"[0-9a-f]{16}\s.*", line)]) == 3
