@@ -39,6 +39,7 @@ class Manifest(BaseModel):
 
     schema_version: int = MANIFEST_SCHEMA_VERSION
     command: list[str] = Field(default_factory=list)
+    label: str | None = None  # the name given with bench run --label, shown by bench runs, show and report
     modes: list[str]
     scenarios: list[str]
     model: str  # the model's label, as in every trace line
@@ -109,7 +110,8 @@ _V1_LIVE_KEYS = ("endpoint", "local_model", "local_model_file", "local_model_ver
 
 def _upgrade(raw: dict[str, Any]) -> dict[str, Any]:
     """Schema 1 manifests kept the live settings at the top level and had no schema_version."""
-    if raw.get("schema_version", 1) >= MANIFEST_SCHEMA_VERSION:
+    version = raw.get("schema_version", 1)
+    if not isinstance(version, int) or version >= MANIFEST_SCHEMA_VERSION:  # not a number: validation says so
         return raw
     data = {key: value for key, value in raw.items() if key not in _V1_LIVE_KEYS}
     if raw.get("model_source") == "live":

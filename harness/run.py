@@ -33,7 +33,7 @@ from harness.runner import Cell, MatrixConfig, cells_for, run_matrix
 from harness.scenario import Scenario, load_all, select_scenarios
 from harness.signals import StopRequest
 from harness.spec import GATEWAY_POLICIES, Endpoint, GatewayPolicy, LiveOptions, RunSpec, gateway_policy, project_dirs
-from harness.trace import RunOutcome, TraceWriter, read_events
+from harness.trace import RunOutcome, TraceEvent, TraceWriter, read_events
 from modes import MODES, select_modes
 
 __all__ = [
@@ -47,15 +47,19 @@ __all__ = [
     "StopRequest",
     "catalog",
     "check_scenarios",
+    "folders",
     "model_server",
     "probe_endpoint",
     "replay",
     "resume",
     "run",
     "scenario_schema_text",
+    "show",
+    "waiting",
 ]
 
 OnDone = Callable[[Cell, RunOutcome], None]
+OnEvent = Callable[[TraceEvent], None]  # every trace event as it is written (the CLI's progress bar)
 Notify = Callable[[str], None]
 
 
@@ -151,8 +155,11 @@ def run(
     on_done: OnDone | None = None,
     notify: Notify = lambda line: None,
     on_plan: Callable[[Matrix], None] | None = None,
+    on_event: OnEvent | None = None,
 ) -> RunResult:
     """Runs the matrix ``spec`` describes into its folder; returns once the folder is closed.
+
+    ``on_event`` sees every trace event right after it is written (None: nothing extra is called per event).
 
     SIGINT and SIGTERM stop the runs in flight at their next event; the manifest then says
     ``interrupted`` (``result.stop.exit_code`` is 130 or 143) and a ``--replace`` run leaves the old
@@ -160,7 +167,7 @@ def run(
     cut short: only its cells without a final summary run.
     """
     if spec.resume is not None:
-        return _continue(spec, on_done, notify, on_plan)
+        return _continue(spec, on_done, notify, on_plan, on_event)
     scenarios_dir, results_root = project_dirs(spec.scenarios_dir)
     choice = choose(spec.model)
     matrix = plan(spec, choice, scenarios_dir)
@@ -173,6 +180,7 @@ def run(
     folder = RunFolder.take(spec.out, spec.replace, results_root, datetime.now(UTC))
     manifest = Manifest(
         command=list(spec.command),
+        label=spec.label,
         modes=matrix.modes,
         scenarios=[s.id for s in matrix.scenarios],
         model=model_label(choice, spec.endpoint),
@@ -192,7 +200,9 @@ def run(
     try:
         with stop.installed():
             cells = cells_for(matrix.scenarios, matrix.modes, matrix.trials)
-            manifest = _run_cells(folder.path, manifest, cells, spec, choice, matrix, stop, on_done, notify, ends)
+            manifest = _run_cells(
+                folder.path, manifest, cells, spec, choice, matrix, stop, on_done, notify, ends, on_event
+            )
     except BaseException:
         folder.discard()  # only a folder in which no run has written anything
         raise
@@ -203,7 +213,11 @@ def run(
 
 
 def _continue(
-    spec: RunSpec, on_done: OnDone | None, notify: Notify, on_plan: Callable[[Matrix], None] | None
+    spec: RunSpec,
+    on_done: OnDone | None,
+    notify: Notify,
+    on_plan: Callable[[Matrix], None] | None,
+    on_event: OnEvent | None = None,
 ) -> RunResult:
     """A matrix that was cut short (killed, interrupted) goes on in its own folder: partial runs are dropped
     cleanly, and only the cells without a final summary run, so the folder ends with every cell exactly once."""
@@ -212,7 +226,7 @@ def _continue(
     assert spec.resume is not None
     given = sorted(
         spec.model_fields_set
-        & {"modes", "scenarios", "model", "trials", "seed", "gateway", "approver", "out", "replace", "live"}
+        & {"modes", "scenarios", "model", "trials", "seed", "gateway", "approver", "out", "replace", "live", "label"}
     )
     if given:
         raise UserInputError(
@@ -266,6 +280,7 @@ def _continue(
                 on_done,
                 notify,
                 ends,
+                on_event,
                 already=len(kept.finished),
             )
     finally:
@@ -293,6 +308,7 @@ def _run_cells(
     on_done: OnDone | None,
     notify: Notify,
     ends: RunEnds,
+    on_event: OnEvent | None = None,
     already: int = 0,
 ) -> Manifest:
     """Writes the manifest first (so even a run stopped while its model server starts says so), then runs."""
@@ -332,7 +348,8 @@ def _run_cells(
             )
             try:
                 with TraceWriter(folder / TRACE_FILE) as writer:
-                    _run_async(_matrix(cells, config, writer.write, done, stop))
+                    sink = writer.write if on_event is None else _and_then(writer.write, on_event)
+                    _run_async(_matrix(cells, config, sink, done, stop))
             finally:
                 learnt = opened.facts()  # what a live endpoint forced the client to adapt
                 if learnt and manifest.live is not None:
@@ -349,6 +366,16 @@ def _run_cells(
         manifest = manifest.model_copy(update={"status": status, "end_time": _now(), "runs": finished})
         manifest.write(folder)
     return manifest
+
+
+def _and_then(write: Callable[[TraceEvent], None], on_event: OnEvent) -> Callable[[TraceEvent], None]:
+    """A trace sink that writes each event, then hands it to ``on_event``."""
+
+    def sink(event: TraceEvent) -> None:
+        write(event)
+        on_event(event)
+
+    return sink
 
 
 async def _matrix(cells: Any, config: MatrixConfig, sink: Any, on_done: OnDone, stop: StopRequest) -> None:
@@ -423,6 +450,8 @@ def replay(
     on_done: OnDone | None = None,
     notify: Notify = lambda line: None,
     on_plan: Callable[[Matrix], None] | None = None,
+    on_event: OnEvent | None = None,
+    label: str | None = None,
 ) -> ReplayCheck:
     """Re-runs the recorded matrix on the recorded answers and compares the two traces run by run."""
     from harness.manifest import read_manifest
@@ -440,15 +469,16 @@ def replay(
         for name in names
         if name not in known
     ]
-    spec = RunSpec(
+    spec = RunSpec.build(
         modes=tuple(m for m in recorded.modes if m in MODES),
         scenarios=tuple(s for s in recorded.scenarios if s in available),
         scenarios_dir=folder_of_scenarios,
         model=f"replay:{recording}",
         out=out,
         command=tuple(sys.argv),
+        label=label,
     )
-    result = run(spec, on_done=on_done, notify=notify, on_plan=on_plan)
+    result = run(spec, on_done=on_done, notify=notify, on_plan=on_plan, on_event=on_event)
     divergences = [] if result.interrupted else compare_traces(read_events(recorded_trace), read_events(result.traces))
     return ReplayCheck(result, divergences, notes)
 
@@ -625,7 +655,9 @@ def _pending(folder: Path, run_id: str, gate: str | None) -> Checkpoint:
     if checkpoint is None:
         last = _last_summary(folder / TRACE_FILE, run_id)
         if last is None:
-            raise UserInputError(f"{folder}: no run {run_id}")
+            raise UserInputError(
+                f"{folder}: no run {run_id} (bench runs {folder} lists the runs waiting for a decision)"
+            )
         raise UserInputError(f"run {run_id} is not suspended (it ended {last}); only a suspended run can be resumed")
     if checkpoint.status != "suspended":
         decided = checkpoint.decisions[-1] if checkpoint.decisions else None
@@ -679,3 +711,86 @@ def _trace_ends_at(traces: Path, checkpoint: Checkpoint) -> None:
             f"{traces}: run {checkpoint.run_id} does not end where its checkpoint says "
             "(a suspended summary); refusing to resume it"
         )
+
+
+# ---------------------------------------------------------------- reading runs back: bench runs, bench show
+
+
+def folders(root: Path | None = None) -> list[Any]:
+    """The run folders at or under ``root`` (default: the results folder), oldest first
+    (harness.listing.FolderRow each)."""
+    from harness.listing import run_folders
+
+    return run_folders(root if root is not None else project_dirs()[1])
+
+
+def waiting(folder: Path) -> list[Any]:
+    """The runs of a folder waiting for a decision (harness.listing.WaitingRun each)."""
+    from harness.listing import waiting_runs
+
+    return waiting_runs(folder)
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What ``bench show`` found: the timeline of the one run selected, or the runs to choose from."""
+
+    timeline: Any  # harness.timeline.Timeline, or None when the selection names no single run
+    matches: list[Any]  # harness.timeline.RunRef of every run the selection matched
+    skipped: int  # unreadable trace lines
+
+
+def show(
+    folder: Path,
+    *,
+    run_id: str | None = None,
+    scenario: str | None = None,
+    mode: str | None = None,
+    trial: int | None = None,
+) -> Shown:
+    """One run of a folder (or traces.jsonl) as a timeline when the selection names exactly one; else the
+    runs it matches. A selection that matches nothing is one line naming what there is.
+
+    A whole run id alone reads only the lines that mention it (a large trace opens fast); anything else reads
+    the trace's listing first, and counts every line that is not an event.
+    """
+    from harness.timeline import list_runs, select, timeline
+
+    label = None
+    if folder.is_dir():
+        with contextlib.suppress(UserInputError):
+            label = read_manifest(folder).label
+    if run_id is not None and scenario is None and mode is None and trial is None:
+        found, skipped = timeline(folder, run_id, label=label)
+        if found is not None:
+            return Shown(found, [found.run], skipped)
+    runs, skipped = list_runs(folder)
+    matches = select(runs, run_id=run_id, scenario=scenario, mode=mode, trial=trial)
+    if not matches:
+        raise UserInputError(_nothing_matches(folder, runs, run_id, scenario, mode, trial))
+    if len(matches) > 1:
+        return Shown(None, matches, skipped)
+    one, _ = timeline(folder, matches[0].run_id, label=label)
+    return Shown(one, matches, skipped)
+
+
+def _nothing_matches(
+    folder: Path, runs: list[Any], run_id: str | None, scenario: str | None, mode: str | None, trial: int | None
+) -> str:
+    if not runs:
+        return f"{folder}: the trace holds no runs"
+    asked = " ".join(
+        f"--{flag} {value}"
+        for flag, value in (("run", run_id), ("scenario", scenario), ("mode", mode), ("trial", trial))
+        if value is not None
+    )
+    if run_id is not None and scenario is None and mode is None and trial is None:
+        hint = "bench show DIR without --run lists its runs"
+    else:
+        names = {
+            "scenarios": sorted({r.scenario for r in runs}),
+            "modes": sorted({r.mode for r in runs}),
+            "trials": sorted({r.trial for r in runs if r.trial is not None}),
+        }
+        hint = "; ".join(f"{key}: {', '.join(str(v) for v in values)}" for key, values in names.items())
+    return f"{folder}: no run matches {asked} ({hint})"

@@ -9,6 +9,7 @@ from typing import Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from harness.errors import UserInputError
+from harness.terminal import printable
 
 GatewayPolicy = Literal["enforce", "audit"]
 GATEWAY_POLICIES: tuple[str, ...] = get_args(GatewayPolicy)
@@ -16,6 +17,7 @@ ResponseFormat = Literal["json_schema", "json_object", "none"]
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 MAX_TRIALS = 100_000  # runs per cell; cells are generated lazily, so this bounds time, not memory
 MAX_CONCURRENCY = 256
+MAX_LABEL = 200  # characters: a label names a run in listings, it is not a description
 
 
 class LiveOptions(BaseModel):
@@ -79,6 +81,7 @@ class RunSpec(BaseModel):
     resume: Path | None = None  # a matrix folder to continue: only its cells without a final summary run
     replace: bool = False  # with out: replace the bench run there once this one completes
     command: tuple[str, ...] = ()  # what the user typed, for the manifest
+    label: str | None = Field(None, min_length=1, max_length=MAX_LABEL)  # a name for the run (--label)
 
     @field_validator("modes", "scenarios", mode="before")
     @classmethod
@@ -88,6 +91,14 @@ class RunSpec(BaseModel):
             value = [value]
         if isinstance(value, (list, tuple)):
             return tuple(name.strip() for item in value for name in str(item).split(",") if name.strip())
+        return value
+
+    @field_validator("label")
+    @classmethod
+    def _printable_label(cls, value: str | None) -> str | None:
+        """A label is shown in terminals and pages: one line, no control characters, not blank."""
+        if value is not None and (printable(value, one_line=True) != value or not value.strip()):
+            raise ValueError("must be one line of printable text")
         return value
 
     @property

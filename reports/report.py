@@ -177,6 +177,10 @@ def build_report(
         warnings,
         context.line(),
     )
+    if "html" in formats:  # every run's timeline on a page of its own, linked from report.html
+        from reports.run_page import write_run_pages
+
+        files += write_run_pages(traces, out)
     return ReportResult(
         out=out,
         main=tbl.main_table(metrics[by]),

@@ -97,7 +97,7 @@ def test_list_shows_modes_and_scenarios():
         (["--model", "gpt:x"], ["model", "gpt:x"]),
         (["--model", "scripted:lazy"], ["scripted policy", "lazy", "compliant, eager, looping, random"]),
         (["--trials", "-1"], ["--trials", "-1"]),
-        (["--gateway", "off"], ["--gateway", "'enforce' or 'audit'"]),
+        (["--gateway", "off"], ["--gateway", "'off'", "'enforce', 'audit'"]),
         (["--bogus"], ["--bogus"]),
     ],
 )

@@ -146,7 +146,7 @@ def test_provider_and_strict_flags_are_live_only_and_checked(tmp_path):
     for args, words in (
         (["--provider", "openai"], "--provider applies to live models only"),
         (["--strict-schema"], "--strict-schema applies to live models only"),
-        (["--live", "--provider", "bedrock"], "--provider: must be auto or one of"),
+        (["--live", "--provider", "bedrock"], "'--provider': 'bedrock' is not one of 'auto', 'openai'"),
         (
             ["--live", "--max-response-bytes", "10"],
             "--max-response-bytes: Input should be greater than or equal to 1024",

@@ -153,7 +153,7 @@ def test_live_only_flags_and_conflicts_are_refused(tmp_path):
         (["--temperature", "0.2"], "--temperature applies to live models only"),
         (["--live", "--model", "scripted:eager"], "cannot be combined with --live"),
         (["--live", "--temperature", "3"], "--temperature: Input should be less than or equal to 2"),
-        (["--live", "--response-format", "xml"], "--response-format: Input should be 'json_schema'"),
+        (["--live", "--response-format", "xml"], "'--response-format': 'xml' is not one of 'json_schema'"),
     ):
         result = bench(
             "run",
