@@ -115,7 +115,8 @@ def main() -> int:
         server.terminate()
         server.wait(timeout=10)
     print(
-        f"{'concurrency':>11} {'bench req/s':>12} {'bare httpx req/s':>17} {'ratio':>8} {'rounds':>14} {'target':>7}  verdict"
+        f"{'concurrency':>11} {'bench req/s':>12} {'bare httpx req/s':>17} {'ratio':>8} {'rounds':>14} "
+        f"{'target':>7}  verdict"
     )
     for concurrency, ours, bare, ratio, low, high in rows:
         ok = ratio >= TARGET

@@ -112,7 +112,8 @@ def main() -> int:
         f"median {1e6 * statistics.median(graph_times):,.0f} us per run"
     )
     print(
-        f"{'bench mode':<14}{'us per run':>12}{'ratio (median of rounds)':>28}{'rounds min-max':>20}{'target':>9}  verdict"
+        f"{'bench mode':<14}{'us per run':>12}{'ratio (median of rounds)':>28}{'rounds min-max':>20}"
+        f"{'target':>9}  verdict"
     )
     failed = False
     for mode, target in TARGETS.items():

@@ -105,9 +105,7 @@ def check_scenarios_command(scenarios_dir: ScenariosDir = None) -> None:
         ]
         for r in reports
     ]
-    _echo(
-        tabulate(rows, headers=["scenario", "reference stops at", "eager verdicts met", "sanity"], tablefmt="simple")
-    )
+    _echo(tabulate(rows, headers=["scenario", "reference stops at", "eager verdicts met", "sanity"], tablefmt="simple"))
     for report in reports:
         for problem in report.problems:
             _echo(f"{report.scenario}: {problem}", err=True)
@@ -421,7 +419,9 @@ def resume_command(
     reject: Annotated[bool, typer.Option("--reject", help="Reject it: the run ends, nothing gated commits.")] = False,
     revise: Annotated[
         bool,
-        typer.Option("--revise", help="Send the work back with --note (a plan to its planner); the run stops there again."),
+        typer.Option(
+            "--revise", help="Send the work back with --note (a plan to its planner); the run stops there again."
+        ),
     ] = False,
     note: Annotated[str, typer.Option(help="Why; kept in the human event.")] = "",
     who: Annotated[
@@ -562,7 +562,9 @@ def compare_command(
         Path | None, typer.Option(metavar="DIR", help="Folder to write the comparison to (compare.md, CSV, LaTeX).")
     ] = None,
 ) -> None:
-    """Verdicts first, then the metrics that changed; exit 1 if stop-correctness dropped or unauthorized side effects rose."""
+    """Verdicts first, then the metrics that changed.
+
+    Exits 1 if stop-correctness dropped or unauthorized side effects rose."""
     from reports.compare import COMPARE_FORMATS, compare, parse_compare_formats, write_comparison
     from reports.report import parse_grouping
     from reports.tables import to_terminal
@@ -621,9 +623,7 @@ def show_command(
         [r.run_id, r.scenario, r.mode, r.trial, r.status or "(no summary)", r.verdict or "-", r.events]
         for r in shown.matches[:LISTED_RUNS]
     ]
-    _echo(
-        printable(tabulate(rows, headers=["run", "scenario", "mode", "trial", "status", "stop verdict", "events"]))
-    )
+    _echo(printable(tabulate(rows, headers=["run", "scenario", "mode", "trial", "status", "stop verdict", "events"])))
     more = len(shown.matches) - len(rows)
     _echo(
         (f"... and {more:,} more\n" if more > 0 else "")
@@ -676,7 +676,7 @@ def runs_command(
 
 def _describe_one(row: Any, pending: list[Any]) -> None:
     """One folder in full: the names behind the counts, and the runs waiting for a decision."""
-    _echo((f"\nmodes: {', '.join(row.modes)}\nscenarios: {', '.join(row.scenarios)}"))
+    _echo(f"\nmodes: {', '.join(row.modes)}\nscenarios: {', '.join(row.scenarios)}")
     if not pending:
         return
     where = _relative(row.path)
@@ -691,7 +691,7 @@ def _describe_one(row: Any, pending: list[Any]) -> None:
         for w in pending
     ]
     _echo()
-    _echo((tabulate(rows, headers=["waiting run", "scenario", "mode", "trial", "gate"])))
+    _echo(tabulate(rows, headers=["waiting run", "scenario", "mode", "trial", "gate"]))
     _echo(f"\ndecide with: bench resume {where} --run ID --approve (or --reject)")
 
 

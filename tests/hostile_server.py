@@ -11,7 +11,7 @@ import json
 import threading
 from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Union
+from typing import Any
 
 Answer = bytes | Callable[[dict[str, str], dict[str, Any]], bytes] | tuple[int, Callable[[], Iterable[bytes]]]
 
