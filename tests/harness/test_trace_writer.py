@@ -99,7 +99,8 @@ def test_close_is_idempotent_and_the_context_manager_closes(tmp_path):
 CHILD = textwrap.dedent(
     """
     import sys
-        from harness.trace import TraceWriter
+    from pathlib import Path
+    from harness.trace import TraceWriter
     from tests.report_fixtures import Run
 
     event = Run("r1", "react").events()[0]
