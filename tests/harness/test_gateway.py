@@ -4,9 +4,11 @@ what a committed action does to the store, approval requests, and decisions at g
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from harness.checkpoint import HumanDecision
 from harness.gateway import Gateway
+from harness.scenario import Scenario
 from harness.store import VirtualStore
 from tests.units import REFUND, THRESHOLD, scenario
 
@@ -222,6 +224,7 @@ def test_an_approval_request_is_recorded_under_the_gates_wait_action():
     )
     assert record.observation == {"wait_marker": "manager_approval", "approval": "pending", "requested_for": "pay"}
     assert g.store.wait_markers == ["manager_approval"] and record.step == 2
+    assert record.violations == () and record.reason is None and not record.side_effect
 
 
 def test_an_approval_request_without_a_target_says_nothing_about_one():
@@ -251,7 +254,28 @@ def test_an_approval_request_whose_action_cannot_run_yet_is_blocked_under_enforc
         "gate": "manager_approval",
         "detail": "approval 'manager_approval' for 'pay' cannot be asked for: note missing",
     }
-    assert g.store.wait_markers == []
+    assert g.store.wait_markers == [] and record.args == {} and record.action == "ask_manager"
+
+
+def test_an_approval_request_names_every_missing_precondition_once():
+    s = scenario(
+        REFUND.replace(
+            "{name: ask_manager, kind: wait, gate: manager_approval, description: Ask the manager and wait.}",
+            "{name: ask_manager, kind: wait, gate: manager_approval, description: Ask., requires: [note]}",
+        ).replace("requires: [note]\n", "requires: [note, leaked]\n")
+    )
+    record = Gateway(s, VirtualStore.for_scenario(s)).request_approval("manager_approval", step=1, for_action="pay")
+    assert record.observation["detail"] == (
+        "approval 'manager_approval' for 'pay' cannot be asked for: note, leaked missing"
+    )
+
+
+def test_a_blocked_approval_request_for_a_gate_without_a_wait_action_still_names_its_gate():
+    raw = yaml.safe_load(REFUND)
+    raw["actions"] = [a for a in raw["actions"] if a["name"] != "ask_manager"]
+    s = Scenario.model_validate(raw)  # no wait action for the gate: modes ask through request_approval
+    record = Gateway(s, VirtualStore.for_scenario(s)).request_approval("manager_approval", step=1, for_action="pay")
+    assert (record.action, record.status, record.gate) == ("approval:manager_approval", "blocked", "manager_approval")
 
 
 def test_an_approval_request_whose_action_cannot_run_yet_is_recorded_with_the_violation_under_audit():

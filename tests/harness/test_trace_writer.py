@@ -21,8 +21,9 @@ def events(n: int):
 
 
 def test_every_line_is_readable_from_another_handle_before_close(tmp_path):
-    path = tmp_path / "deep" / "traces.jsonl"
-    writer = TraceWriter(path)  # makes the folder
+    path = tmp_path / "deep" / "er" / "traces.jsonl"
+    writer = TraceWriter(path)  # makes the folders
+    assert writer.path == path
     try:
         event = events(1)[0]
         for count in range(1, 4):

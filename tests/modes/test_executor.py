@@ -160,7 +160,14 @@ def test_after_the_approval_the_held_back_step_runs_exactly_once():
         (3, "pay", "execute", 3),
         (3, "finish", "run_finished", 4),
     ]
-    assert len(seen) == 5 and seen[3] == "step 3: 'manager_approval' was approved" and seen[4].startswith("step 3: pay")
+    assert seen == [
+        'step 1: read_claim -> read: {"claim": {"amount": 2600, "id": "EX-1"}}',
+        'step 2: note -> committed: {"stored": "note"}',
+        'step 3: ask_manager -> wait_recorded: {"approval": "pending", "requested_for": "pay", '
+        '"wait_marker": "manager_approval"}',
+        "step 3: 'manager_approval' was approved",
+        'step 3: pay -> committed: {"stored": "payment"}',
+    ]
     assert gatekeeper.asked == [("manager_approval", 0)]
 
 
