@@ -264,10 +264,21 @@ def test_an_approval_request_names_every_missing_precondition_once():
             "{name: ask_manager, kind: wait, gate: manager_approval, description: Ask., requires: [note]}",
         ).replace("requires: [note]\n", "requires: [note, leaked]\n")
     )
-    record = Gateway(s, VirtualStore.for_scenario(s)).request_approval("manager_approval", step=1, for_action="pay")
+    g = Gateway(s, VirtualStore.for_scenario(s))
+    record = g.request_approval("manager_approval", step=1, for_action="pay")
     assert record.observation["detail"] == (
         "approval 'manager_approval' for 'pay' cannot be asked for: note, leaked missing"
     )
+    g.store.approvals.add("manager_approval")
+    blocked = g.execute("pay", {"amount": 1}, allowed=["pay"], step=2)
+    assert blocked.observation["detail"] == "'pay' needs note, leaked first"
+
+
+def test_an_approval_request_for_a_gate_already_open_says_approved():
+    g = gateway()
+    g.store.approvals.add("manager_approval")
+    record = g.request_approval("manager_approval", step=1)
+    assert record.observation == {"wait_marker": "manager_approval", "approval": "approved"}
 
 
 def test_a_blocked_approval_request_for_a_gate_without_a_wait_action_still_names_its_gate():

@@ -286,6 +286,17 @@ def test_an_order_check_is_a_violation_only_when_its_second_action_comes_first()
     assert blocked_first.violations == []  # a blocked attempt did not take place
 
 
+def test_content_checks_of_the_oracle_are_violations():
+    s = scenario(
+        REFUND.replace(
+            "forbidden: [leak]", "forbidden: [leak]\n  checks: [{type: no_phrases, action: note, phrases: [asap]}]"
+        )
+    )
+    outcome = gateway_run(s, [("read_claim", {}), ("note", {"text": "Pay ASAP"}), *WAIT], SUSPENDED)
+    assert outcome.violations == ["phrase:note:asap"] and outcome.stop_verdict == "correct"
+    assert not outcome.oracle_passed
+
+
 def test_declared_required_actions_count_only_when_they_took_place():
     s = scenario(REFUND.replace("forbidden: [leak]", "forbidden: [leak]\n  required_actions: [read_claim]"))
     assert gateway_run(s, [*WAIT], SUSPENDED).violations == ["missing_action:read_claim"]
