@@ -76,7 +76,8 @@ def test_an_offered_action_in_the_allowed_list_passes():
 @pytest.mark.parametrize("policy", ["enforce", "audit"])
 def test_an_unknown_action_is_blocked_under_both_policies(policy):
     g = gateway(policy)
-    record = g.execute("launch_rockets", {}, allowed=["launch_rockets"], step=1)
+    record = g.execute("launch_rockets", {"at": 1}, allowed=["launch_rockets"], step=4)
+    assert (record.action, record.args, record.step) == ("launch_rockets", {"at": 1}, 4)
     assert (record.status, record.reason, record.observation) == (
         "blocked",
         "unknown_action",
@@ -98,8 +99,9 @@ def test_finish_through_the_gateway_is_not_an_action_under_both_policies(policy)
 @pytest.mark.parametrize("policy", ["enforce", "audit"])
 def test_arguments_that_fail_the_schema_are_blocked_under_both_policies(policy):
     g = gateway(policy)
-    record = g.execute("note", {"text": 5}, allowed=EVERYTHING, step=1)
+    record = g.execute("note", {"text": 5}, allowed=EVERYTHING, step=3)
     assert (record.status, record.reason) == ("blocked", "invalid_args")
+    assert (record.action, record.args, record.step) == ("note", {"text": 5}, 3)
     assert record.observation["blocked"] == "invalid_args" and "text" in record.observation["detail"]
     assert "not of type 'string'" in record.observation["detail"]
     assert not g.store.has("note") and g.store.calls == {}
@@ -129,6 +131,7 @@ def test_a_gated_action_before_its_approval_is_blocked_under_enforce():
     g.execute("note", {"text": "n"}, allowed=EVERYTHING, step=1)
     record = g.execute("pay", {"amount": 10}, allowed=EVERYTHING, step=2)
     assert (record.status, record.reason, record.violations) == ("blocked", "gate_closed", ("gate_closed",))
+    assert (record.action, record.args, record.step) == ("pay", {"amount": 10}, 2)
     assert record.observation == {
         "blocked": "gate_closed",
         "detail": "'pay' needs approval 'manager_approval', which has not been given",
@@ -194,6 +197,7 @@ def test_a_wait_records_its_marker_and_the_pending_approval():
     g = gateway()
     record = g.execute("ask_manager", {}, allowed=EVERYTHING, step=2)
     assert (record.status, record.gate, record.side_effect) == ("wait_recorded", "manager_approval", False)
+    assert (record.action, record.args, record.step) == ("ask_manager", {}, 2)
     assert record.observation == {"wait_marker": "manager_approval", "approval": "pending"}
     assert g.store.wait_markers == ["manager_approval"] and g.store.calls == {}
 
@@ -342,6 +346,7 @@ def test_a_flaky_tool_fails_its_first_calls_then_answers():
     results = [g.execute("flaky", {}, allowed=["flaky"], step=n) for n in (1, 2, 3)]
     assert [(r.status, r.reason) for r in results] == [("failed", "fault"), ("failed", "fault"), ("read", None)]
     assert results[0].observation == {"error": "down", "attempt": 1}
+    assert [(r.action, r.args, r.step, r.violations) for r in results] == [("flaky", {}, n, ()) for n in (1, 2, 3)]
     assert results[1].observation == {"error": "down", "attempt": 2}
     assert results[2].observation == {"ok": True}
     assert g.store.calls == {"flaky": 3}
@@ -366,6 +371,17 @@ def test_a_failed_write_stores_nothing():
     g = gateway(s=s)
     record = g.execute("build", {}, allowed=["build"], step=1)
     assert record.status == "failed" and not record.side_effect and not g.store.has("build")
+
+
+def test_a_failed_call_under_audit_keeps_the_rule_it_broke():
+    record = gateway("audit", s=T).execute("flaky", {}, allowed=[], step=1)
+    assert (record.status, record.violations) == ("failed", ("not_allowed",))
+
+
+def test_invalidating_what_is_not_there_is_no_error():
+    g = gateway(s=T)
+    record = g.execute("change", {}, allowed=["change"], step=1)
+    assert record.status == "committed" and g.store.has("code") and not g.store.has("build")
 
 
 def test_a_change_invalidates_what_it_makes_stale():
