@@ -53,10 +53,14 @@ class Script:
         self.answers = list(answers)
         self.bodies: list[dict] = []
         self.headers: list[httpx.Headers] = []
+        self.methods: list[str] = []
+        self.urls: list[str] = []
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
         self.bodies.append(json.loads(request.content))
         self.headers.append(request.headers)
+        self.methods.append(request.method)
+        self.urls.append(str(request.url))
         answer = self.answers.pop(0)
         if isinstance(answer, Exception):
             raise answer
@@ -156,6 +160,13 @@ def test_the_thinking_switch_is_the_profiles_minus_what_the_endpoint_refused():
     assert "thinking" not in request_body(config(), ask(), seed=1)
 
 
+def test_a_message_without_content_gets_the_schema_note_alone():
+    body = request_body(
+        config(response_format="none"), ask(({"role": "system"}, {"role": "user", "content": "go"})), seed=1
+    )
+    assert body["messages"][0]["content"] == SCHEMA_NOTE + json.dumps(SCHEMA, sort_keys=True)
+
+
 def test_the_key_goes_into_the_header_its_profile_documents():
     assert auth_headers(config()) == {"Authorization": f"Bearer {KEY}"}
     assert auth_headers(config(provider="azure")) == {"api-key": KEY}
@@ -166,6 +177,7 @@ def test_the_client_sends_the_key_header_and_the_body():
     script = Script(httpx.Response(200, json=OK))
     got, _ = exchange(script)
     assert script.headers[0]["authorization"] == f"Bearer {KEY}" and script.bodies[0]["model"] == "m"
+    assert script.methods == ["POST"] and script.urls == ["http://model.test/v1/chat/completions"]
     assert got.request["model"] == "m" and got.response == OK and got.error is None
 
 
@@ -189,6 +201,10 @@ def test_retry_after_reads_seconds_or_a_date(header, seconds):
     assert retry_after_seconds(header, now) == seconds
 
 
+def test_retry_after_a_date_is_counted_from_now_by_default():
+    assert retry_after_seconds("Fri, 01 Jan 2100 00:00:00 GMT") > 10**9
+
+
 def test_retry_after_a_date_in_the_past_is_no_wait_and_a_date_without_zone_is_utc():
     now = datetime(2026, 1, 1, tzinfo=UTC)
     assert retry_after_seconds("Wed, 31 Dec 2025 23:00:00 GMT", now) == 0.0
@@ -199,8 +215,11 @@ def test_backoff_doubles_half_fixed_half_jitter_and_is_capped():
     cfg = config(backoff_s=1.0, max_wait_s=6.0)
     rng = random.Random(3)
     for retry, delay in ((0, 1.0), (1, 2.0), (2, 4.0), (3, 6.0), (9, 6.0)):
-        waits = [backoff_seconds(cfg, retry, rng, None) for _ in range(50)]
-        assert all(delay / 2 <= w <= delay for w in waits) and max(waits) > delay / 2
+        waits = [backoff_seconds(cfg, retry, rng, None) for _ in range(200)]
+        assert all(delay / 2 <= w <= delay for w in waits)
+        assert min(waits) < delay * 0.6 and max(waits) > delay * 0.9  # the jitter spans the upper half
+        assert all(isinstance(w, float) and w == round(w, 3) for w in waits)
+        assert any(w != round(w, 2) for w in waits)  # milliseconds kept
     assert backoff_seconds(cfg, 0, rng, 2.5) == 2.5 and backoff_seconds(cfg, 0, rng, 100.0) == 6.0
     assert backoff_seconds(cfg, 0, rng, 0.0) == 0.0
 
@@ -227,7 +246,7 @@ def test_retries_stop_at_their_bound_with_the_last_failure():
     got, slept = exchange(script, config(retries=2))
     assert len(script.bodies) == 3 and len(slept) == 2 and len(got.attempts) == 2
     assert got.error is not None and (got.error.kind, got.error.message) == ("http_5xx", "HTTP 500: down 2")
-    assert got.latency_ms >= 0 and got.request["model"] == "m"
+    assert got.latency_ms > 0 and got.request["model"] == "m"
 
 
 def test_a_4xx_that_is_no_capability_refusal_is_not_retried():
@@ -420,3 +439,120 @@ def test_each_run_has_its_own_seed():
     source = LiveSource(config())
     a, b = source.for_run(1), source.for_run(2)
     assert (a.seed, b.seed, a.label) == (1, 2, "m") and a._rng.random() != b._rng.random()
+
+
+def test_a_status_outside_2xx_is_never_an_answer_and_its_body_is_read_under_the_error_cap():
+    got, _ = exchange(Script(httpx.Response(300, text="moved elsewhere")), config(max_response_bytes=5))
+    assert got.response is None and got.error is not None
+    assert (got.error.kind, got.error.message) == ("http_4xx", "HTTP 300: moved elsewhere")
+    got, _ = exchange(Script(httpx.Response(500, text="broken backend")), config(max_response_bytes=5, retries=0))
+    assert got.error is not None and got.error.message == "HTTP 500: broken backend"
+
+
+def test_an_error_body_that_is_not_utf8_is_quoted_with_replacement_characters():
+    got, _ = exchange(Script(httpx.Response(502, content=b"bad \xff gateway")), config(retries=0))
+    assert got.error is not None and got.error.message == "HTTP 502: bad \ufffd gateway"
+
+
+def test_a_retry_after_on_an_error_whose_encoding_is_broken_is_still_honoured():
+    class NotGzip(httpx.AsyncByteStream):
+        async def __aiter__(self):
+            yield b"not gzip"
+
+    broken = httpx.Response(503, stream=NotGzip(), headers={"Content-Encoding": "gzip", "Retry-After": "4"})
+    got, slept = exchange(Script(broken, httpx.Response(200, json=OK)))
+    assert slept == [4.0] and got.response == OK
+
+
+def test_a_decoding_failure_keeps_the_cap_it_was_read_under_and_is_not_a_cut():
+    class NotGzip(httpx.AsyncByteStream):
+        async def __aiter__(self):
+            yield b"not gzip"
+
+    got, _ = exchange(Script(httpx.Response(200, stream=NotGzip(), headers={"Content-Encoding": "gzip"})))
+    assert got.max_response_bytes == config().max_response_bytes and got.truncated is False
+
+
+def test_a_long_parser_message_is_cut_at_a_hundred_characters():
+    digits = b"9" * 5000
+    got, _ = exchange(Script(httpx.Response(200, content=b'{"n": ' + digits + b"}")))
+    try:
+        json.loads('{"n": ' + "9" * 5000 + "}")
+    except ValueError as exc:
+        words = str(exc)
+    assert len(words) > 100 and got.unreadable == f"the body is not JSON ({words[:100]})"
+
+
+def test_a_cap_crossed_in_a_later_piece_counts_every_piece_before_it():
+    pieces = [b"a" * 12, b"b" * 32, b"c" * 14]
+
+    class Streamed(httpx.AsyncByteStream):
+        async def __aiter__(self):
+            for piece in pieces:
+                yield piece
+
+    got, _ = exchange(Script(httpx.Response(200, stream=Streamed())), config(max_response_bytes=49))
+    assert got.truncated and got.raw == "a" * 12 + "b" * 32 + "c" * 5
+
+
+def test_latency_is_the_monotonic_time_of_the_attempt_in_milliseconds(monkeypatch):
+    import types
+
+    from harness.models import live
+
+    ticks = iter([10.0, 10.2504567, 20.0, 20.5])
+    monkeypatch.setattr(live, "time", types.SimpleNamespace(monotonic=lambda: next(ticks)))
+    got, _ = exchange(Script(httpx.Response(200, json=OK)))
+    assert got.latency_ms == 250.457
+    failed, _ = exchange(Script(httpx.Response(404, text="no")))
+    assert failed.latency_ms == 500.0
+
+
+def test_a_fresh_source_closes_without_a_client_and_reopens_after_closing():
+    async def go():
+        script = Script(httpx.Response(200, json=OK), httpx.Response(200, json=OK))
+        source = LiveSource(config(concurrency=1), transport=httpx.MockTransport(script))
+        await source.aclose()  # nothing opened yet
+        await source.for_run(1).exchange(ask())
+        assert source._gate is not None and source._gate._value == 1
+        await source.aclose()
+        again = await source.for_run(1).exchange(ask())  # a new client after the old one closed
+        await source.aclose()
+        return again
+
+    assert asyncio.run(go()).response == OK
+
+
+def test_without_a_transport_the_client_bounds_connections_and_each_attempts_time():
+    async def go():
+        source = LiveSource(config(concurrency=0, timeout_s=7.5))
+        client, gate = source._session()
+        pool = client._transport._pool  # httpx's own connection pool
+        try:
+            return client.timeout, pool._max_connections, pool._max_keepalive_connections, gate._value
+        finally:
+            await source.aclose()
+
+    timeout, connections, keepalive, slots = asyncio.run(go())
+    assert timeout == httpx.Timeout(7.5) and (connections, keepalive, slots) == (1, 1, 1)
+
+
+def test_the_jitter_of_a_run_is_fixed_by_its_seed():
+    answers = [httpx.Response(500, text="x")] * 3
+    first, second = exchange(Script(*answers))[1], exchange(Script(*answers))[1]
+    assert first == second and len(first) == 2
+
+
+def test_dashscope_thinking_refusal_switches_thinking_off_once():
+    sources: list[LiveSource] = []
+    refusal = httpx.Response(400, json={"error": {"message": "parameter.enable_thinking must be set to false"}})
+    got, _ = exchange(Script(refusal, httpx.Response(200, json=OK)), config(provider="dashscope"), source_out=sources)
+    assert got.response == OK and [a.what for a in sources[0].adaptations] == ["thinking"]
+
+
+def test_the_reason_an_adaptation_records_quotes_two_hundred_characters_of_the_message():
+    sources: list[LiveSource] = []
+    message = "temperature is not supported: " + "y" * 300
+    exchange(Script(refusal(message, "temperature"), httpx.Response(200, json=OK)), source_out=sources)
+    (adaptation,) = sources[0].adaptations
+    assert adaptation.because == "HTTP 400: " + message[:197] + "..."
