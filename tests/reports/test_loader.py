@@ -325,3 +325,83 @@ def test_clean_text_shows_control_characters_and_cuts_long_values():
     assert clean_text("x" * 10, limit=10) == "x" * 10
     assert clean_text("x" * 11, limit=10) == "x" * 7 + "..."
     assert len(clean_text("y" * 500)) == 200
+
+
+# ---------------------------------------------------------------- the slow path's reasons, and duplicates' bytes
+
+
+def edited_line(line: str, **outcome_or_fields) -> str:
+    data = json.loads(line)
+    for key, value in outcome_or_fields.items():
+        if key.startswith("outcome__"):
+            data["outcome"][key.removeprefix("outcome__")] = value
+        else:
+            data[key] = value
+    return json.dumps(data)
+
+
+def test_a_long_type_error_is_cut_at_eighty_characters_and_names_the_file(tmp_path):
+    lines = lines_of(Run("a", "react"), Run("b", "react", trial=2))
+    lines[1] = edited_line(lines[1], outcome__unauthorized_side_effects="many")
+    folder = write_lines(tmp_path / "run", lines)
+    (skipped,) = load_traces(folder).skipped
+    words = "Column(/outcome/unauthorized_side_effects) changed from number to string in row 0"
+    assert skipped.path == str(folder / "traces.jsonl")
+    assert skipped.reason == f"a field has the wrong type or value ({words[:77]}...)"
+
+
+def test_json_that_only_python_reads_is_named_without_the_parsers_prefix(tmp_path):
+    lines = lines_of(Run("a", "react", calls=[Call(1.0)]))
+    lines[1] = lines[1][:-1] + ',"seq":5}'  # a key twice: Python keeps the last, pyarrow refuses the line
+    (skipped,) = load_traces(write_lines(tmp_path / "run", lines)).skipped
+    assert (skipped.line, skipped.reason) == (
+        2,
+        "a field has the wrong type or value (Column(/seq) was specified twice in row 0)",
+    )
+
+
+def test_duplicates_that_differ_only_in_trailing_spaces_are_different_lines(tmp_path):
+    lines = lines_of(Run("a", "react"))
+    a = write_lines(tmp_path / "a", lines)
+    b = write_lines(tmp_path / "b", [lines[0] + "  ", *lines[1:]])
+    with pytest.raises(UserInputError, match="is on two different lines"):
+        load_traces([a, b])
+
+
+def test_a_duplicate_that_is_the_last_line_without_its_newline_is_still_identical(tmp_path):
+    lines = lines_of(Run("a", "react"))
+    a = write_lines(tmp_path / "a", lines)
+    b = write_lines(tmp_path / "b", lines)
+    (b / "traces.jsonl").write_bytes((b / "traces.jsonl").read_bytes().rstrip(b"\n"))
+    traces = load_traces([a, b])
+    assert len(traces.runs) == 1 and "read once" in traces.warnings[0]
+
+
+def test_a_run_whose_only_line_is_its_summary_is_complete(tmp_path):
+    summary = Run("a", "react").events()[-1].model_copy(update={"seq": 0})
+    traces = load_traces(write_lines(tmp_path / "run", [summary.model_dump_json()]))
+    assert traces.runs["run_id"].astype(str).tolist() == ["a"] and traces.incomplete_runs == 0
+
+
+def test_each_row_names_its_file_and_folder(tmp_path):
+    a = write_runs(tmp_path / "a", [Run("a", "react")])
+    b = write_runs(tmp_path / "b", [Run("b", "react")])
+    traces = load_traces([a, b])
+    files = {str(a / "traces.jsonl"), str(b / "traces.jsonl")}
+    assert set(traces.events["file"].astype(str)) == files and set(traces.runs["file"].astype(str)) == files
+    by_run = dict(zip(traces.runs["run_id"].astype(str), traces.runs["source"].astype(str), strict=True))
+    assert by_run == {"a": str(a), "b": str(b)}
+
+
+def test_schema_1_outcomes_leave_the_counts_they_did_not_have_blank(tmp_path):
+    lines = []
+    for line in lines_of(Run("a", "react", actions=[("x", "blocked")])):
+        data = json.loads(line)
+        data["schema_version"] = 1
+        if data.get("outcome"):
+            for key in ("stop_verdict", "unauthorized_side_effects", "blocked_by", "resumes", "repeated_side_effects"):
+                data["outcome"].pop(key)
+        lines.append(json.dumps(data))
+    (row,) = load_traces(write_lines(tmp_path / "run", lines)).runs.itertuples()
+    assert row.blocked_gate_closed != row.blocked_gate_closed  # NaN: unknown, never 0
+    assert row.unauthorized_side_effects != row.unauthorized_side_effects and row.resumes == 0
