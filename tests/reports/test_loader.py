@@ -31,27 +31,21 @@ def test_the_same_file_named_twice_is_read_once_with_a_warning(tmp_path):
     assert len(traces.runs) == 1 and traces.warnings == [f"{folder / 'traces.jsonl'}: given more than once; read once"]
 
 
-def test_a_trace_that_cannot_be_read_is_one_user_error(tmp_path):
+def test_a_trace_that_cannot_be_read_is_one_user_error(tmp_path, monkeypatch):
     folder = tmp_path / "run"
     (folder / "traces.jsonl").mkdir(parents=True)  # a directory where the file should be
     with pytest.raises(UserInputError, match=r"no traces\.jsonl found"):
         trace_path(folder)
-    unreadable = write_runs(tmp_path / "other", [Run("a", "react")]) / "traces.jsonl"
-    unreadable.chmod(0)
-    try:
-        if unreadable.stat().st_mode & 0o444 or not _can_read(unreadable):
-            with pytest.raises(UserInputError, match=r"cannot read"):
-                load_traces(unreadable)
-    finally:
-        unreadable.chmod(0o644)
+    readable = write_runs(tmp_path / "other", [Run("a", "react")])
 
+    def refused(path, chunk_bytes):
+        raise PermissionError(13, "Permission denied")
+        yield  # a generator, like the real reader
 
-def _can_read(path: Path) -> bool:
-    try:
-        path.read_bytes()
-    except OSError:
-        return False
-    return True
+    monkeypatch.setattr("reports.load._read_file", refused)
+    with pytest.raises(UserInputError) as error:
+        load_traces(readable)
+    assert str(error.value) == f"{readable / 'traces.jsonl'}: cannot read (Permission denied)"
 
 
 def test_events_rows_hold_the_fields_of_each_line(tmp_path):
@@ -405,3 +399,111 @@ def test_schema_1_outcomes_leave_the_counts_they_did_not_have_blank(tmp_path):
     (row,) = load_traces(write_lines(tmp_path / "run", lines)).runs.itertuples()
     assert row.blocked_gate_closed != row.blocked_gate_closed  # NaN: unknown, never 0
     assert row.unauthorized_side_effects != row.unauthorized_side_effects and row.resumes == 0
+
+
+def test_a_file_named_twice_does_not_stop_the_files_after_it(tmp_path):
+    a = write_runs(tmp_path / "a", [Run("a", "react")])
+    b = write_runs(tmp_path / "b", [Run("b", "react")])
+    assert sorted(load_traces([a, a, b]).runs["run_id"].astype(str)) == ["a", "b"]
+
+
+def test_skipped_lines_sort_by_file_before_line(tmp_path):
+    b = write_lines(tmp_path / "b", [*lines_of(Run("b", "react")), "junk"])  # line 3
+    a = write_lines(tmp_path / "a", ["junk", *lines_of(Run("a", "react"))])  # line 1
+    traces = load_traces([b, a])
+    assert [(Path(s.path).parent.name, s.line) for s in traces.skipped] == [("b", 3), ("a", 1)]
+
+
+def test_a_line_missing_two_required_fields_is_named_by_the_first_in_schema_order(tmp_path):
+    from reports.schema import REQUIRED_EVENT_FIELDS
+
+    good = lines_of(Run("a", "react", calls=[Call(1.0)]))
+    data = json.loads(good[1])
+    del data["kind"], data["run_id"]
+    traces = load_traces(write_lines(tmp_path / "run", [good[0], json.dumps(data), *good[2:]]))
+    first = next(name for name in REQUIRED_EVENT_FIELDS if name in ("kind", "run_id"))
+    assert [s.reason for s in traces.skipped] == [f"not a trace event (no {first})"]
+
+
+def test_a_conflict_on_a_long_run_id_names_it_cut_and_lists_few_places_in_full(tmp_path):
+    long_id = "r" * 70
+    lines = lines_of(Run(long_id, "react", calls=[Call(1.0)]))
+    changed = [line.replace('"fixture:model"', '"other:model"') for line in lines]
+    x, y = write_lines(tmp_path / "x", lines), write_lines(tmp_path / "y", changed)
+    with pytest.raises(UserInputError) as error:
+        load_traces([x, y])
+    message = str(error.value)
+    fx, fy = x / "traces.jsonl", y / "traces.jsonl"
+    assert message == (
+        f"run {'r' * 57}... seq 0 is on two different lines: {fx}:1 and {fy}:1; {fx}:2 and {fy}:2; "
+        f"{fx}:3 and {fy}:3; one run id, one event each"
+    )
+
+
+def test_duplicate_warnings_are_listed_by_copy_then_original(tmp_path):
+    a = write_lines(tmp_path / "a", lines_of(Run("r1", "react"), Run("r2", "react", trial=2)))
+    b = write_lines(tmp_path / "b", lines_of(Run("r2", "react", trial=2)))
+    c = write_lines(tmp_path / "c", lines_of(Run("r1", "react")))
+    traces = load_traces([a, b, c])
+    assert [w.split(":")[0] for w in traces.warnings] == [str(b / "traces.jsonl"), str(c / "traces.jsonl")]
+
+
+def test_lines_without_a_schema_version_read_as_the_current_one(tmp_path):
+    lines = [
+        json.dumps({k: v for k, v in json.loads(line).items() if k != "schema_version"})
+        for line in lines_of(Run("a", "react"))
+    ]
+    traces = load_traces(write_lines(tmp_path / "run", lines))
+    assert traces.schema_version == 2 and traces.skipped == [] and len(traces.runs) == 1
+
+
+def test_a_mix_of_versions_names_each_file_with_its_version(tmp_path):
+    new = write_lines(tmp_path / "new", lines_of(Run("a", "react")))
+    old_lines = []
+    for line in lines_of(Run("b", "react")):
+        data = json.loads(line)
+        data["schema_version"] = 1
+        old_lines.append(json.dumps(data))
+    old = write_lines(tmp_path / "old", old_lines)
+    with pytest.raises(UserInputError) as error:
+        load_traces([new, old])
+    assert str(error.value) == (
+        f"mixed schema_version: {new / 'traces.jsonl'} (schema 2), {old / 'traces.jsonl'} (schema 1); "
+        "report each version on its own"
+    )
+
+
+def test_bytes_that_are_not_utf8_inside_a_string_skip_their_line(tmp_path):
+    lines = lines_of(Run("a", "react", calls=[Call(1.0, action="note")]), Run("b", "react", trial=2))
+    folder = write_lines(tmp_path / "run", lines)
+    path = folder / "traces.jsonl"
+    path.write_bytes(path.read_bytes().replace(b'"action":"note"', b'"action":"no\xfft"'))
+    traces = load_traces(folder)
+    assert [(s.line, s.reason) for s in traces.skipped] == [(2, "not JSON (truncated or corrupt)")]
+    assert sorted(traces.runs["run_id"].astype(str)) == ["a", "b"]
+
+
+def test_a_corrupt_last_line_without_its_newline_names_its_file(tmp_path):
+    folder = write_lines(tmp_path / "run", lines_of(Run("a", "react")))
+    path = folder / "traces.jsonl"
+    path.write_bytes(path.read_bytes() + b'{"cut')
+    (skipped,) = load_traces(folder).skipped
+    assert (skipped.path, skipped.line) == (str(path), 3)
+
+
+def test_a_lone_carriage_return_with_a_bad_line_names_its_file(tmp_path):
+    lines = lines_of(Run("a", "react"))
+    folder = write_lines(tmp_path / "run", [lines[0] + "\r", "junk", lines[1]])
+    (skipped,) = load_traces(folder).skipped
+    assert (skipped.path, skipped.line) == (str(folder / "traces.jsonl"), 2)
+
+
+def test_line_numbers_count_leading_blank_lines_in_every_chunk(tmp_path):
+    lines = lines_of(Run("a", "react", calls=[Call(1.0)]), Run("b", "react", trial=2))
+    spaced = []
+    for line in lines:
+        spaced += ["", "", line]
+    folder = write_lines(tmp_path / "run", spaced)
+    for chunk in (1, 7, 500, 1 << 20):
+        traces = load_traces(folder, chunk_bytes=chunk)
+        assert traces.events["line"].tolist() == [3 * (i + 1) for i in range(len(lines))], chunk

@@ -221,7 +221,7 @@ def test_backoff_doubles_half_fixed_half_jitter_and_is_capped():
         assert all(isinstance(w, float) and w == round(w, 3) for w in waits)
         assert any(w != round(w, 2) for w in waits)  # milliseconds kept
     assert backoff_seconds(cfg, 0, rng, 2.5) == 2.5 and backoff_seconds(cfg, 0, rng, 100.0) == 6.0
-    assert backoff_seconds(cfg, 0, rng, 0.0) == 0.0
+    assert backoff_seconds(cfg, 0, rng, 0.0) == 0.0 and backoff_seconds(cfg, 0, rng, 2.12345) == 2.123
 
 
 # ---------------------------------------------------------------- retries
