@@ -75,7 +75,7 @@ def compare_runs(recorded: list[TraceEvent], replayed: list[TraceEvent], run: Ru
                 run, index, ("presence",), _brief(old) if old else missing, _brief(new) if new else missing
             )
         fields = tuple(key for key in old if old.get(key) != new.get(key))
-        return Divergence(run, index, fields, _brief(old, fields), _brief(new, fields))
+        return Divergence(run, index, fields, _brief(old, fields, new), _brief(new, fields, old))
     return None
 
 
@@ -95,8 +95,8 @@ def compare_traces(recorded: Iterable[TraceEvent], replayed: Iterable[TraceEvent
     return found
 
 
-def _brief(event: dict[str, Any], fields: Iterable[str] = ()) -> str:
-    """One line naming the event and the differing fields' values."""
+def _brief(event: dict[str, Any], fields: Iterable[str] = (), other: dict[str, Any] | None = None) -> str:
+    """One line naming the event and the differing fields' values (of an object, only its keys that differ)."""
     head = [f"{event.get('kind')}"]
     for key in ("decision_maker", "action", "result"):
         if event.get(key) is not None:
@@ -104,8 +104,18 @@ def _brief(event: dict[str, Any], fields: Iterable[str] = ()) -> str:
     if event.get("error"):
         head.append(f"error={event['error'].get('kind')}: {event['error'].get('message')}")
     shown = {"kind", "decision_maker", "action", "result", "error"}
-    extra = [f"{key}={_short(event.get(key))}" for key in fields if key not in shown]
+    extra = [
+        f"{key}={_short(_differing(event.get(key), (other or {}).get(key)))}" for key in fields if key not in shown
+    ]
     return " ".join(head + extra)
+
+
+def _differing(value: Any, other: Any) -> Any:
+    """Of an object that differs from another, its keys whose values differ: a changed verdict deep in an outcome
+    must show, not the outcome's first 200 characters."""
+    if isinstance(value, dict) and isinstance(other, dict):
+        return {key: value.get(key) for key in sorted(set(value) | set(other)) if value.get(key) != other.get(key)}
+    return value
 
 
 def _short(value: Any, limit: int = 200) -> str:

@@ -86,10 +86,23 @@ def bench_child(*args: str, env: dict[str, str] | None = None) -> Iterator[subpr
         process.communicate()
 
 
-def wait_for(condition: Callable[[], bool], timeout_s: float = 60.0, what: str = "condition") -> None:
-    """Polls ``condition`` until it holds; fails the test naming ``what`` after ``timeout_s``."""
+def wait_for(
+    condition: Callable[[], bool],
+    timeout_s: float = 120.0,
+    what: str = "condition",
+    process: subprocess.Popen | None = None,
+) -> None:
+    """Polls ``condition`` (a file a child writes: no event to wait on) until it holds.
+
+    Fails the test naming ``what`` as soon as ``process`` has exited without it holding (never a wait for a dead
+    child), or after ``timeout_s``: a limit for a wedged machine, never a measurement.
+    """
     deadline = time.monotonic() + timeout_s
     while not condition():
+        if process is not None and process.poll() is not None:
+            if condition():
+                return
+            raise AssertionError(f"the child exited ({process.returncode}) before {what}")
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.02)

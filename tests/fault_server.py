@@ -9,7 +9,6 @@ from __future__ import annotations
 import itertools
 import json
 import threading
-import time
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -82,21 +81,30 @@ def unknown_action(schema: dict[str, Any]) -> Any:
     return {"action": "launch_rockets", "args": {}}
 
 
+HOLD_LIMIT_S = 60.0
+
+
 class FaultServer:
     """Serves the script on 127.0.0.1 at a free port, in threads; counts what it served and what it saw."""
 
-    def __init__(self, script: list[str] | tuple[str, ...], *, hang_s: float = 2.0, delay_s: float = 0.0):
+    def __init__(self, script: list[str] | tuple[str, ...], *, hang_s: float = 2.0, hold_until: int = 0):
         self.script = list(script)
-        self.hang_s, self.delay_s = hang_s, delay_s
+        # hang_s: how long "hang" holds its answer (cut short when the server stops). hold_until: each request is held
+        # until this many are in flight at once (then none is held), so a concurrency bound is reached by events,
+        # not by timing; a client that never gets there fails the test after HOLD_LIMIT_S instead of hanging.
+        self.hang_s, self.hold_until = hang_s, hold_until
         self.served: Counter[str] = Counter()
         self.authorizations: set[str] = set()
         self.bodies: list[dict[str, Any]] = []
         self.in_flight = 0
         self.max_in_flight = 0
+        self.held_too_long = False
         self._lock = threading.Lock()
+        self._full = threading.Event()
+        self._closing = threading.Event()
         self._next = itertools.cycle(self.script)
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._httpd.daemon_threads = True
+        self._httpd.daemon_threads = False  # server_close() joins every handler thread: nothing outlives the test
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 
     @property
@@ -108,8 +116,11 @@ class FaultServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._closing.set()  # a hanging or held request answers now
+        self._full.set()
         self._httpd.shutdown()
         self._httpd.server_close()
+        self._thread.join()
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         server = self
@@ -128,8 +139,11 @@ class FaultServer:
                     server.authorizations.add(self.headers.get("Authorization", ""))
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                    if server.in_flight >= server.hold_until:
+                        server._full.set()
                 try:
-                    time.sleep(server.delay_s)
+                    if not server._full.wait(HOLD_LIMIT_S):
+                        server.held_too_long = True
                     self._answer(behaviour, body)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (the hang case)
@@ -147,7 +161,8 @@ class FaultServer:
                 elif behaviour in ("500", "503"):
                     self._send(int(behaviour), {"error": {"message": f"server error {behaviour}"}})
                 elif behaviour == "hang":
-                    time.sleep(server.hang_s)
+                    if server._closing.wait(server.hang_s):
+                        return  # the test is over: leave without an answer
                     self._send(200, completion(good))
                 elif behaviour == "malformed":
                     self._send_raw(200, b'{"choices": [{"message": {"content": "{\\"action\\"')

@@ -28,7 +28,7 @@ def test_a_signal_mid_matrix_stops_at_the_next_event_and_leaves_every_line_valid
         "--out",
         str(out),
     ) as process:
-        wait_for(lambda: traces.exists() and traces.stat().st_size > 200_000, what="trace lines")
+        wait_for(lambda: traces.exists() and traces.stat().st_size > 200_000, what="trace lines", process=process)
         process.send_signal(signum)
         _, stderr = process.communicate(timeout=60)
     assert process.returncode == code, stderr

@@ -97,10 +97,10 @@ def test_fault_matrix_completes_classified_and_keyless(tmp_path):
 
 def test_concurrency_bounds_requests_in_flight(tmp_path):
     out = tmp_path / "run"
-    with FaultServer(["ok"], delay_s=0.05) as server:
+    with FaultServer(["ok"], hold_until=3) as server:  # each request waits until three are in flight
         result = live(server, out, "--trials", "4", "--concurrency", "3")
     assert result.exit_code == 0, result.output
-    assert 1 < server.max_in_flight <= 3
+    assert server.max_in_flight == 3 and not server.held_too_long  # the bound is reached, never passed
     summaries = [e for e in events(out) if e.kind == "summary"]
     assert len(summaries) == 4 * len(MODES) and all(s.outcome.errors == {} for s in summaries)
 

@@ -41,7 +41,7 @@ def test_a_second_run_on_a_locked_folder_exits_2_naming_the_holder(tmp_path):
         "--out",
         str(out),
     ) as first:
-        wait_for(lambda: traces.exists() and traces.stat().st_size > 0, what="the first run's trace")
+        wait_for(lambda: traces.exists() and traces.stat().st_size > 0, what="the first run's trace", process=first)
         second = bench_process("run", "--model", "scripted:eager", "--out", str(out))
         assert second.returncode == 2
         (line,) = second.stderr.strip().splitlines()
@@ -89,7 +89,7 @@ def test_an_interrupted_replace_leaves_the_old_run_whole(tmp_path):
     with bench_child(
         "run", "--model", "scripted:random", "--trials", "100000", "--out", str(target), "--replace"
     ) as second:
-        wait_for(lambda: (staging / "traces.jsonl").exists(), what="the staging trace")
+        wait_for(lambda: (staging / "traces.jsonl").exists(), what="the staging trace", process=second)
         second.send_signal(signal.SIGTERM)
         second.communicate(timeout=60)
     assert second.returncode == 143

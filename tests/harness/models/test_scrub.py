@@ -1,0 +1,163 @@
+"""The key scrub in every place of a response a key can appear (strings nested in lists and objects, an object's
+own key, ``choices[0].message.content``) and in every spelling, through the scrubber and through the live client."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import re
+from urllib.parse import quote
+
+import httpx
+import pytest
+
+from harness.models.base import ModelRequest, PolicyView, RequestMeta
+from harness.models.live import LiveConfig, LiveSource
+from harness.models.scrub import REDACTED, Scrubber, is_placeholder
+
+KEY = "sk-live-Zq7/Xy+9w3Kp"  # has characters JSON, URLs and base64 each spell their own way
+SCRUB = Scrubber(KEY)
+
+
+def test_a_key_inside_a_list_inside_an_object_is_scrubbed():
+    body = {"choices": [{"index": 0, "message": {"role": "assistant", "content": f"my key is {KEY}, ok"}}]}
+    scrubbed = SCRUB.value(body)
+    assert scrubbed == {
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": f"my key is {REDACTED}, ok"}}]
+    }
+
+
+def test_a_key_in_a_list_of_lists_and_as_an_object_key_is_scrubbed_and_structure_survives():
+    body = {"a": [[KEY, 1, 2.5, True, None]], KEY: {"n": 7}, "usage": {"prompt_tokens": 123456789012}}
+    scrubbed = SCRUB.value(body)
+    assert scrubbed == {
+        "a": [[REDACTED, 1, 2.5, True, None]],
+        REDACTED: {"n": 7},
+        "usage": {"prompt_tokens": 123456789012},
+    }
+
+
+def test_values_that_are_not_strings_lists_or_objects_come_back_as_they_are():
+    for value in (5, 1.5, None, False, (KEY,)):
+        assert SCRUB.value(value) is value
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        KEY,
+        json.dumps(KEY)[1:-1],  # "\/" is JSON's escape of "/"
+        "".join(f"\\u{ord(c):04x}" for c in KEY),
+        "".join(f"\\u{ord(c):04X}" for c in KEY),
+        quote(KEY, safe=""),
+        re.sub(r"%[0-9A-F]{2}", lambda m: m.group().lower(), quote(KEY, safe="")),
+        KEY[:8],  # a prefix cut at a truncation
+        KEY[:13],
+    ],
+)
+def test_every_spelling_of_the_key_is_scrubbed_inside_text(spelling):
+    text = f"before {spelling} after"
+    assert SCRUB.text(text) == f"before {REDACTED} after"
+
+
+@pytest.mark.parametrize("urlsafe", [False, True])
+@pytest.mark.parametrize("offset", [0, 1, 2])
+def test_the_key_in_base64_at_any_alignment_inside_a_longer_text_is_scrubbed(offset, urlsafe):
+    encode = base64.urlsafe_b64encode if urlsafe else base64.b64encode
+    encoded = encode(b"x" * offset + KEY.encode() + b" trailing").decode()
+    scrubbed = SCRUB.text(encoded)
+    # Only the few characters that mix key bits with their neighbours' may stay.
+    assert REDACTED in scrubbed and len(scrubbed) - len(REDACTED) <= len(encoded) - (len(KEY) * 4 // 3 - 4)
+
+
+def test_a_space_in_a_key_is_matched_in_form_encoding():
+    spaced = Scrubber("secret value 12345")
+    assert spaced.text("k=secret+value+12345") == f"k={REDACTED}"
+
+
+def test_a_prefix_shorter_than_eight_characters_is_left_alone():
+    assert SCRUB.text(KEY[:7]) == KEY[:7]
+
+
+def test_a_cut_at_the_limit_leaves_no_piece_of_the_key():
+    text = "x" * 10 + KEY
+    for limit in range(10, 10 + len(KEY) + 5):
+        cut = SCRUB.truncated(text, limit)
+        assert len(cut) <= limit and KEY[:8] not in cut and KEY not in cut
+
+
+def test_an_empty_text_comes_back_as_it_is():
+    assert SCRUB.text("") == ""
+
+
+@pytest.mark.parametrize("key", ["EMPTY", "ollama", " None ", "sk-no-key-required", "short-key", "SK-NO-KEY-REQUIRED"])
+def test_a_placeholder_or_short_key_is_sent_but_never_scrubbed(key):
+    scrubber = Scrubber(key)
+    assert is_placeholder(key) and scrubber.placeholder and not scrubber.active
+    body = {"choices": [{"message": {"content": f"{key} {key.strip()}"}}]}
+    assert scrubber.value(body) == body and scrubber.text(key) == key
+
+
+def test_no_key_is_neither_active_nor_a_placeholder():
+    assert not Scrubber("").active and not Scrubber("").placeholder
+    assert Scrubber("").value({"a": "b"}) == {"a": "b"}
+
+
+def test_a_twelve_character_key_is_a_secret():
+    assert not is_placeholder("abcdefghijkl") and is_placeholder("abcdefghijk")
+    assert Scrubber("abcdefghijkl").active
+
+
+def test_the_key_never_shows_in_the_scrubbers_repr():
+    assert KEY not in repr(SCRUB)
+
+
+# ---------------------------------------------------------------- through the live client
+
+
+def exchange(response: httpx.Response):
+    """One request through the live client on a mock transport; the request itself quotes the key."""
+    view = PolicyView(catalog=(), history=(), approvals=frozenset(), agent_role="agent", max_plan_steps=2)
+    ask = ModelRequest(
+        "next_action",
+        ({"role": "user", "content": f"echo {KEY}"},),
+        {"type": "object"},
+        (),
+        view,
+        RequestMeta("s", "m", 1),
+    )
+
+    async def go():
+        source = LiveSource(
+            LiveConfig(url="http://model.test/v1/chat/completions", model="m", api_key=KEY, retries=0),
+            transport=httpx.MockTransport(lambda _: response),
+        )
+        try:
+            return await source.for_run(1).exchange(ask)
+        finally:
+            await source.aclose()
+
+    return asyncio.run(go())
+
+
+def test_a_key_echoed_in_choices_message_content_is_scrubbed_from_the_exchange():
+    body = {
+        "choices": [{"message": {"role": "assistant", "content": f'{{"action": "finish", "note": "{KEY}"}}'}}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5},
+    }
+    got = exchange(httpx.Response(200, json=body))
+    assert got.response["choices"][0]["message"]["content"] == f'{{"action": "finish", "note": "{REDACTED}"}}'
+    assert got.response["usage"] == body["usage"]
+    assert KEY not in got.model_dump_json() and got.request["messages"][0]["content"] == f"echo {REDACTED}"
+
+
+def test_a_key_echoed_in_an_unreadable_body_is_scrubbed_from_what_is_kept():
+    got = exchange(httpx.Response(200, content=f"not json {KEY}".encode()))
+    assert got.unreadable is not None and got.raw == f"not json {REDACTED}"
+
+
+def test_a_key_echoed_in_an_error_body_is_scrubbed_from_the_error():
+    got = exchange(httpx.Response(401, json={"error": {"message": f"bad key {KEY}"}}))
+    assert got.error is not None and got.error.kind == "http_4xx"
+    assert KEY not in got.error.message and REDACTED in got.error.message
