@@ -8,15 +8,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
 import typer
-from tabulate import tabulate
 from typer.core import TyperCommand
 from typer.exceptions import Abort, TyperException
 
+from harness.choices import GatewayPolicy, ProviderName, ResponseFormat
 from harness.errors import UserInputError
 from harness.exit_status import BAD_INPUT
-from harness.models.providers import ProviderName
-from harness.progress import MatrixProgress
-from harness.spec import GatewayPolicy, ResponseFormat
 from harness.terminal import printable
 
 if TYPE_CHECKING:
@@ -50,6 +47,7 @@ class BenchCommand(TyperCommand):
 
 app = typer.Typer(
     add_completion=False,
+    rich_markup_mode=None,  # plain help: rich and markdown-it cost 75 ms of every --help, and wrap flags in boxes
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     help="Measure how agent control modes behave when rules conflict.",
@@ -61,6 +59,13 @@ def _echo(text: str = "", *, err: bool = False, nl: bool = True) -> None:
     escape sequence in them must not retitle the terminal or rewrite what was printed. On stderr, one line each:
     a newline inside a message must not forge the next one."""
     typer.echo(printable(text, one_line=err), err=err, nl=nl)
+
+
+def _table(rows: Any, headers: Any, tablefmt: str = "simple") -> str:
+    """tabulate, imported when a command prints a table: ``bench --help`` never pays for it."""
+    from tabulate import tabulate
+
+    return tabulate(rows, headers=headers, tablefmt=tablefmt)
 
 
 def bench_command(name: str) -> Any:
@@ -80,14 +85,14 @@ def list_command(scenarios_dir: ScenariosDir = None) -> None:
 
     found = catalog(scenarios_dir)
     _echo(
-        tabulate(
+        _table(
             found.modes,
             headers=["mode", "what it does", "who decides the next step", "who can really stop the run"],
             tablefmt="simple",
         )
     )
     _echo()
-    _echo(tabulate(found.scenarios, headers=["scenario", "title", "correct stop"], tablefmt="simple"))
+    _echo(_table(found.scenarios, headers=["scenario", "title", "correct stop"], tablefmt="simple"))
 
 
 @bench_command("check-scenarios")
@@ -105,7 +110,7 @@ def check_scenarios_command(scenarios_dir: ScenariosDir = None) -> None:
         ]
         for r in reports
     ]
-    _echo(tabulate(rows, headers=["scenario", "reference stops at", "eager verdicts met", "sanity"], tablefmt="simple"))
+    _echo(_table(rows, headers=["scenario", "reference stops at", "eager verdicts met", "sanity"], tablefmt="simple"))
     for report in reports:
         for problem in report.problems:
             _echo(f"{report.scenario}: {problem}", err=True)
@@ -280,6 +285,8 @@ def run_command(
         progress.done(outcome)
         tally.add(cell, outcome)
 
+    from harness.progress import MatrixProgress
+
     with MatrixProgress() as progress:
         result = run(
             spec,
@@ -334,6 +341,7 @@ def replay_command(
     scenarios_dir: ScenariosDir = None,
 ) -> None:
     """Re-run a recorded matrix offline and compare it with the recording: exit 0 if every run matches, else 1."""
+    from harness.progress import MatrixProgress
     from harness.run import replay
 
     with MatrixProgress() as progress:
@@ -393,7 +401,7 @@ def probe_command(
     )
     _echo(description)
     _echo(
-        tabulate(
+        _table(
             [[r.capability, r.verdict, r.detail] for r in rows],
             headers=["capability", "answer", "detail"],
             tablefmt="simple",
@@ -623,7 +631,7 @@ def show_command(
         [r.run_id, r.scenario, r.mode, r.trial, r.status or "(no summary)", r.verdict or "-", r.events]
         for r in shown.matches[:LISTED_RUNS]
     ]
-    _echo(printable(tabulate(rows, headers=["run", "scenario", "mode", "trial", "status", "stop verdict", "events"])))
+    _echo(printable(_table(rows, headers=["run", "scenario", "mode", "trial", "status", "stop verdict", "events"])))
     more = len(shown.matches) - len(rows)
     _echo(
         (f"... and {more:,} more\n" if more > 0 else "")
@@ -662,7 +670,7 @@ def runs_command(
         for r in found
     ]
     headers = ["folder", "label", "started", "model", "modes", "scenarios", "trials", "status", "runs", "waiting"]
-    _echo(tabulate(rows, headers=headers))
+    _echo(_table(rows, headers=headers))
     for row in found:
         if row.problem:
             _note(f"warning: {printable(row.problem, one_line=True)}")
@@ -691,7 +699,7 @@ def _describe_one(row: Any, pending: list[Any]) -> None:
         for w in pending
     ]
     _echo()
-    _echo(tabulate(rows, headers=["waiting run", "scenario", "mode", "trial", "gate"]))
+    _echo(_table(rows, headers=["waiting run", "scenario", "mode", "trial", "gate"]))
     _echo(f"\ndecide with: bench resume {where} --run ID --approve (or --reject)")
 
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.checkpoint import HumanDecision
+from harness.choices import GatewayPolicy
 from harness.scenario import ActionSpec, Scenario
-from harness.spec import GatewayPolicy
 from harness.store import VirtualStore
 from harness.trace import ActionStatus
 

@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 from harness import __version__
 from harness.approvals import NobodyYet, approver_factory
 from harness.checkpoint import Checkpoint, CheckpointStore, Decision
+from harness.choices import GatewayPolicy
 from harness.errors import UserInputError
 from harness.exit_status import RunEnds
 from harness.folder import TRACE_FILE, RunFolder
@@ -32,7 +33,7 @@ from harness.replay_check import Divergence, compare_traces
 from harness.runner import Cell, MatrixConfig, cells_for, run_matrix
 from harness.scenario import Scenario, load_all, select_scenarios
 from harness.signals import StopRequest
-from harness.spec import GATEWAY_POLICIES, Endpoint, GatewayPolicy, LiveOptions, RunSpec, gateway_policy, project_dirs
+from harness.spec import GATEWAY_POLICIES, Endpoint, LiveOptions, RunSpec, gateway_policy, project_dirs
 from harness.trace import RunOutcome, TraceEvent, TraceWriter, read_events
 from modes import MODES, select_modes
 

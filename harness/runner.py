@@ -18,6 +18,7 @@ from harness.checkpoint import (
     RecordedReply,
     content_digest,
 )
+from harness.choices import GatewayPolicy
 from harness.clock import Clock, SystemClock
 from harness.context import RunContext, RunInfo, RunTrace
 from harness.errors import ModelError, ResumeMismatch
@@ -28,7 +29,6 @@ from harness.outcome import ModeResult, judge
 from harness.resume import CachedModel, ResumeGatekeeper, store_snapshot
 from harness.scenario import Scenario
 from harness.signals import RunInterrupted, StopRequest
-from harness.spec import GatewayPolicy
 from harness.store import VirtualStore
 from harness.trace import ErrorInfo, RunOutcome, TraceEvent
 from modes import get_mode

@@ -14,6 +14,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.checkpoint import HumanDecision
+from harness.choices import GatewayPolicy
 from harness.clock import FakeClock
 from harness.errors import ScenarioError
 from harness.gateway import Gateway
@@ -30,7 +31,6 @@ from harness.scenario import (
     load_all,
     load_yaml_model,
 )
-from harness.spec import GatewayPolicy
 from harness.store import VirtualStore
 from harness.trace import RunOutcome, TraceEvent, Usage
 

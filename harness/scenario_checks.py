@@ -12,9 +12,8 @@ from collections import deque
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-import jsonschema
-
 from harness.paths import NUMBER_TYPES, Reach, head, reach_schema, reach_value, valid_path
+from harness.schemas import check_for, schema_problem
 
 if TYPE_CHECKING:
     from harness.scenario import ActionSpec, Condition, Node, Scenario, StopExpectation
@@ -290,10 +289,9 @@ def _check_workflow(s: Scenario) -> Problem:
 
 def _schema_problem(schema: dict[str, Any], where: str) -> Problem:
     """A JSON Schema of type object, or the problem with it."""
-    try:
-        jsonschema.Draft202012Validator.check_schema(schema)
-    except jsonschema.SchemaError as exc:
-        return where, f"not a valid JSON Schema: {exc.message}"
+    problem = schema_problem(schema)
+    if problem is not None:
+        return where, f"not a valid JSON Schema: {problem}"
     if schema.get("type") != "object":
         return where, "must be a JSON Schema of type 'object'"
     return None
@@ -346,6 +344,10 @@ def _check_output(n: Node, where: str, nodes: dict[str, Node]) -> Problem:
 
 
 def _args_problem(schema: dict[str, Any], args: Any, where: str) -> Problem:
+    if check_for(schema).first_error(args) is None:
+        return None
+    import jsonschema  # only for a refusal: its path, as the scenario's dotted path
+
     error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(args))
     if error is None:
         return None

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal, get_args
+from typing import get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from harness.choices import GatewayPolicy, ResponseFormat
 from harness.errors import UserInputError
 from harness.terminal import printable
 
-GatewayPolicy = Literal["enforce", "audit"]
 GATEWAY_POLICIES: tuple[str, ...] = get_args(GatewayPolicy)
-ResponseFormat = Literal["json_schema", "json_object", "none"]
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 MAX_TRIALS = 100_000  # runs per cell; cells are generated lazily, so this bounds time, not memory
 MAX_CONCURRENCY = 256

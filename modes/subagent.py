@@ -13,11 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import jsonschema
-
 from harness.context import RunContext
 from harness.gateway import ActionRecord
 from harness.scenario import Condition
+from harness.schemas import check_for
 from modes.prompting import observation_line, system_message, user_message
 from modes.proposals import next_action_schema, read_step
 
@@ -148,14 +147,10 @@ def _check(ctx: RunContext, agent: SubAgent, handback: Handback, finished: bool)
     if agent.output is not None:
         if not finished:
             return False, f"no report after {agent.max_steps} turns"
-        error = jsonschema.exceptions.best_match(
-            jsonschema.Draft202012Validator(agent.output).iter_errors(handback.report)
-        )
+        error = check_for(agent.output).first_error(handback.report)
         if error is not None:
-            where = "/".join(str(p) for p in error.absolute_path)
-            return False, f"the report does not fit the node's output schema: {where + ': ' if where else ''}" + (
-                error.message
-            )
+            where, message = error
+            return False, f"the report does not fit the node's output schema: {where + ': ' if where else ''}{message}"
     if agent.until is not None and not ctx.holds(agent.until):
         return False, "readiness contract not met"
     return True, None

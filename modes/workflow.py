@@ -12,12 +12,11 @@ import json
 from collections import Counter
 from typing import Any, ClassVar
 
-import jsonschema
-
 from harness.context import RunContext
 from harness.models.base import RouteChoice
 from harness.outcome import DONE, ModeResult
 from harness.scenario import Node
+from harness.schemas import check_for
 from modes.base import Mode, mode
 from modes.prompting import decision_line, observation_line, system_message, user_message
 from modes.proposals import read_route, route_schema
@@ -171,9 +170,7 @@ class WorkflowWalk:
         filled = dict(defaults)
         if isinstance(answer, dict):
             filled.update({name: answer[name] for name in slots if name in answer})
-            error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(params).iter_errors(filled))
-            where = "/".join(str(p) for p in error.absolute_path) if error is not None else ""
-            reason = None if error is None else f"{where}: {error.message}" if where else error.message
+            reason = check_for(params).problem(filled)
         if reason is not None:
             ctx.decide(self.step, "workflow", action, "refused", {"guard": "params", "node": node.id, "reason": reason})
             self.observations.append(f"step {self.step}: {action} parameters refused by the workflow: {reason}")

@@ -87,12 +87,15 @@ HOLD_LIMIT_S = 60.0
 class FaultServer:
     """Serves the script on 127.0.0.1 at a free port, in threads; counts what it served and what it saw."""
 
-    def __init__(self, script: list[str] | tuple[str, ...], *, hang_s: float = 2.0, hold_until: int = 0):
+    def __init__(
+        self, script: list[str] | tuple[str, ...], *, hang_s: float = 2.0, hold_until: int = 0, delay_s: float = 0.0
+    ):
         self.script = list(script)
         # hang_s: how long "hang" holds its answer (cut short when the server stops). hold_until: each request is held
         # until this many are in flight at once (then none is held), so a concurrency bound is reached by events,
         # not by timing; a client that never gets there fails the test after HOLD_LIMIT_S instead of hanging.
-        self.hang_s, self.hold_until = hang_s, hold_until
+        # delay_s: every answer waits this long first (a slow model), cut short when the server stops.
+        self.hang_s, self.hold_until, self.delay_s = hang_s, hold_until, delay_s
         self.served: Counter[str] = Counter()
         self.authorizations: set[str] = set()
         self.bodies: list[dict[str, Any]] = []
@@ -144,6 +147,8 @@ class FaultServer:
                 try:
                     if not server._full.wait(HOLD_LIMIT_S):
                         server.held_too_long = True
+                    if server.delay_s and server._closing.wait(server.delay_s):
+                        return  # the test is over: leave without an answer
                     self._answer(behaviour, body)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (the hang case)

@@ -17,7 +17,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from harness.models.providers import Profile, ResponseFormat, TokenParam
+from harness.choices import ResponseFormat
+from harness.models.providers import Profile, TokenParam
 
 CAPABILITY_STATUSES = (400, 422)
 # Words with which the documented error messages refuse a parameter or a value.

@@ -26,12 +26,13 @@ from typing import Any
 
 import httpx
 
+from harness.choices import ResponseFormat
 from harness.models.base import ModelReply, ModelRequest
 from harness.models.capabilities import Adaptation, WireSettings, capability_change, error_message, initial_settings
 from harness.models.endpoint import chat_completions_url
 from harness.models.exchange import Exchange, WireAttempt, interpret
 from harness.models.parsing import excerpt, salvage_usage, unreadable_reason
-from harness.models.providers import RESPONSE_FORMATS, Profile, ResponseFormat, get_profile
+from harness.models.providers import RESPONSE_FORMATS, Profile, get_profile
 from harness.models.scrub import REDACTED, Scrubber
 from harness.models.strict import make_strict
 from harness.trace import ErrorInfo

@@ -16,12 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 from urllib.parse import urlsplit
 
+from harness.choices import ProviderName, ResponseFormat
 from harness.errors import UnknownNameError
 
-ProviderName = Literal["openai", "azure", "vllm", "ollama", "llamacpp", "deepseek", "dashscope", "gemini", "generic"]
 PROVIDERS: tuple[str, ...] = get_args(ProviderName)
-from harness.spec import ResponseFormat  # noqa: E402  (one definition, shared with the run spec)
-
 RESPONSE_FORMATS: tuple[str, ...] = get_args(ResponseFormat)
 TokenParam = Literal["max_tokens", "max_completion_tokens"]
 
