@@ -1,18 +1,21 @@
 """How long `bench report` takes on a 1,000,000-event trace, next to only parsing the same file.
 
-    .venv/bin/python benchmarks/report_scale.py [--events 1000000] [--repeat 2] [--keep DIR]
+    .venv/bin/python benchmarks/report_scale.py [--events 1000000] [--repeat 5] [--keep DIR]
 
-Every measurement runs in its own child process, in alternation, ``--repeat`` times; the best time
-of each is kept, so a busy machine slows both sides alike. Times are measured inside the child around
-the work itself (imports excluded); the whole child process's wall time is shown next to it. Peak
-memory is the child's maximum resident set size (ru_maxrss from os.wait4), imports included.
+Every measurement runs in its own child process; the rounds alternate the tasks, so a burst of load
+on a busy machine hits a round's tasks alike. Times are measured inside the child around the work
+itself (imports excluded); the whole child process's wall time is shown next to it. Peak memory is
+the child's maximum resident set size (ru_maxrss from os.wait4), imports included.
 
 Parse-only baselines, each a complete parse of every line of the file:
   json.loads loop        the standard library, one line at a time
-  pyarrow inferred       pyarrow.json.read_json with type inference, all fields
+  pandas read_json       pandas.read_json(lines=True): every field, nested objects as Python objects
+                         (pyarrow's type inference cannot read bench traces: a free-form `detail`
+                         field is a string in one run and an object in the next)
   pyarrow projected      pyarrow.json.read_json with the loader's explicit schema (fields the report
                          does not read are skipped by the parser): the fastest plain parse here
-The ratio is the report's time over the fastest baseline of this run.
+Each round's ratio is the report's time over that round's fastest baseline; the target holds when
+every round is under it.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-BASELINES = ("json.loads loop", "pyarrow inferred", "pyarrow projected")
+BASELINES = ("json.loads loop", "pandas read_json", "pyarrow projected")
 TASKS = (*BASELINES, "bench report")
 RATIO_TARGET, MEMORY_TARGET = 3.0, 2 << 30
 
@@ -44,16 +47,17 @@ def child(task: str, path: Path, out: Path) -> None:
             for line in handle:
                 json.loads(line)
                 count += 1
-    elif task.startswith("pyarrow"):
+    elif task == "pandas read_json":
+        import pandas as pd
+
+        started = time.perf_counter()
+        count = len(pd.read_json(path, lines=True, dtype=False, convert_dates=False))
+    elif task == "pyarrow projected":
         import pyarrow.json as pj
 
         from reports.load import SCHEMA
 
-        options = (
-            pj.ParseOptions(explicit_schema=SCHEMA, unexpected_field_behavior="ignore")
-            if task == "pyarrow projected"
-            else pj.ParseOptions()
-        )
+        options = pj.ParseOptions(explicit_schema=SCHEMA, unexpected_field_behavior="ignore")
         started = time.perf_counter()
         count = pj.read_json(path, parse_options=options).num_rows
     else:
@@ -92,7 +96,7 @@ def measure(task: str, path: Path, out: Path) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=1_000_000)
-    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--keep", type=Path, help="write the trace and report here instead of a temporary folder")
     parser.add_argument("--child", nargs=3, metavar=("TASK", "TRACE", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -113,20 +117,25 @@ def main() -> int:
             f"written in {time.perf_counter() - started:.1f} s ({trace})"
         )
         best: dict[str, dict] = {}
+        ratios: list[float] = []
         for round_ in range(args.repeat):
-            for task in TASKS:
-                result = measure(task, trace, folder / "report")
+            this = {task: measure(task, trace, folder / "report") for task in TASKS}
+            for task, result in this.items():
                 kept = best.get(task)
                 if kept is None or ("seconds" in result and result["seconds"] < kept.get("seconds", float("inf"))):
                     best[task] = result
+            parsed = [this[t]["seconds"] for t in BASELINES if "seconds" in this[t]]
+            if "seconds" in this["bench report"] and parsed:
+                ratios.append(this["bench report"]["seconds"] / min(parsed))
             print(
                 f"round {round_ + 1}/{args.repeat}: "
-                + ", ".join(f"{t} {best[t]['seconds']:.2f} s" if "seconds" in best[t] else f"{t} failed" for t in TASKS)
+                + ", ".join(f"{t} {this[t]['seconds']:.2f} s" if "seconds" in this[t] else f"{t} failed" for t in TASKS)
+                + (f"; report / fastest parse {ratios[-1]:.2f}x" if len(ratios) == round_ + 1 else "")
             )
-    return report(best, args.events)
+    return report(best, ratios, args.repeat, args.events)
 
 
-def report(best: dict[str, dict], events: int) -> int:
+def report(best: dict[str, dict], ratios: list[float], rounds: int, events: int) -> int:
     print()
     print(f"{'task':<20} {'seconds':>8} {'process s':>10} {'peak MiB':>9}  lines")
     for task in TASKS:
@@ -141,19 +150,21 @@ def report(best: dict[str, dict], events: int) -> int:
     if "seconds" not in rep:
         print("bench report failed")
         return 1
-    ratio = rep["seconds"] / fastest["seconds"]
+    failed = [task for task in TASKS if "seconds" not in best[task]]
+    ratio_ok = len(ratios) == rounds and max(ratios) <= RATIO_TARGET and not failed
     wall_ratio = rep["wall"] / fastest["wall"]
     print()
     print(
-        f"report / fastest parse ({fastest['task']}): {ratio:.2f}x in-process, {wall_ratio:.2f}x whole process "
-        f"(target under {RATIO_TARGET:.0f}x): {'ok' if ratio < RATIO_TARGET else 'MISSED'}"
+        f"report / fastest parse, per round: {', '.join(f'{r:.2f}x' for r in ratios)} "
+        f"(best times: {rep['seconds'] / fastest['seconds']:.2f}x in-process, {wall_ratio:.2f}x whole process; "
+        f"target <= {RATIO_TARGET:.0f}x in every round, every baseline working): {'ok' if ratio_ok else 'MISSED'}"
     )
     print(
         f"report peak memory: {rep['peak'] / 2**30:.2f} GiB (target under {MEMORY_TARGET / 2**30:.0f} GiB): "
         f"{'ok' if rep['peak'] < MEMORY_TARGET else 'MISSED'}"
     )
     print(f"lines reported on: {rep['lines']:,} of {events:,}")
-    return 0 if ratio < RATIO_TARGET and rep["peak"] < MEMORY_TARGET else 1
+    return 0 if ratio_ok and rep["peak"] < MEMORY_TARGET else 1
 
 
 if __name__ == "__main__":

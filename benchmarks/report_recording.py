@@ -1,0 +1,63 @@
+"""``bench report`` on the committed recording against importing what it is built on, in fresh processes.
+
+The baseline is a child that only imports pandas, pyarrow and matplotlib (the floor of any report made
+with them); the other child runs ``bench report`` on ``results/recorded/smollm2-135m`` into a temporary
+folder, every format (Markdown, CSV, LaTeX, HTML, PNG and PDF figures, one page a run). Rounds interleave
+the two; the figure is the median of each round's ratio, with its target and ok or MISSED.
+Run: .venv/bin/python benchmarks/report_recording.py [--rounds 7] [--recording DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = str(Path(sys.executable).with_name("bench"))
+TARGET = 2.0
+BASELINE = [sys.executable, "-c", "import pandas, pyarrow, matplotlib"]
+
+
+def seconds(command: list[str]) -> float:
+    """Wall time of one child process; a failure stops the benchmark with its stderr."""
+    start = time.perf_counter()
+    done = subprocess.run(command, cwd=ROOT, capture_output=True)
+    elapsed = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed: {done.stderr.decode(errors='replace')[-2000:]}")
+    return elapsed
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds (default 7)")
+    parser.add_argument("--recording", type=Path, default=ROOT / "results" / "recorded" / "smollm2-135m")
+    args = parser.parse_args()
+    bases, reports, ratios = [], [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        report = [BENCH, "report", str(args.recording), "--out", str(Path(tmp) / "report")]
+        seconds(BASELINE)  # warm the file cache once for both
+        seconds(report)
+        for _ in range(args.rounds):
+            base, took = seconds(BASELINE), seconds(report)
+            bases.append(base)
+            reports.append(took)
+            ratios.append(took / base)
+    ratio = statistics.median(ratios)
+    verdict = "ok" if ratio <= TARGET else "MISSED"
+    print(f"import pandas, pyarrow, matplotlib: median {statistics.median(bases):.2f} s")
+    print(f"bench report {args.recording.name}: median {statistics.median(reports):.2f} s")
+    print(
+        f"ratio (median of rounds) {ratio:.2f}x, rounds {min(ratios):.2f}-{max(ratios):.2f} "
+        f"(target <= {TARGET}x): {verdict}"
+    )
+    return 0 if verdict == "ok" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
