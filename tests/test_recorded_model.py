@@ -18,7 +18,11 @@ from harness.trace import read_events
 
 def test_committed_recording_is_there_and_real():
     manifest = json.loads((RECORDED_MODEL / "manifest.json").read_text())
-    assert manifest["model_source"] == "live" and manifest["local_model"] is True and manifest["status"] == "complete"
+    assert (
+        manifest["model_source"] == "live"
+        and manifest["live"]["local_model"] is True
+        and manifest["status"] == "complete"
+    )
     assert manifest["model"] == "smollm2-135m"
     calls = [e for e in read_events(RECORDED_MODEL / "traces.jsonl") if e.kind == "model_call"]
     assert calls and all(e.latency_ms > 0 and e.usage.total_tokens > 0 for e in calls)  # real usage, real latency
