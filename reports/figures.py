@@ -200,8 +200,9 @@ def heatmap(metrics: Metrics, context: Context) -> Plot:
     modes = list(dict.fromkeys(g.mode for g in metrics.groups))
     scenarios = sorted({g.get("scenario") for g in metrics.groups})
     cells = {(g.get("gateway_policy"), g.mode, g.get("scenario")): g for g in metrics.groups}
-    # Policies stacked, scenarios across: a paper's text width holds about ten scenario columns.
-    width = max(WIDTH, 1.8 + 0.62 * len(scenarios))
+    # Policies stacked, scenarios across: a paper's text width holds about thirteen scenario columns of a
+    # "5/5" each; past that the figure widens rather than cramp its cells.
+    width = max(WIDTH, 1.8 + 0.42 * len(scenarios))
     label_room = 0.06 * min(max(len(s) for s in scenarios), 28)
     fig = _new(1.3 + len(policies) * (0.55 + 0.3 * len(modes)) + label_room, width)
     axes = fig.subplots(len(policies), 1, sharex=True, squeeze=False)[:, 0]

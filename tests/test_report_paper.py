@@ -12,6 +12,7 @@ import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from harness.models import RECORDED_MODEL
+from modes import MODES
 from reports import figures as figs
 from reports.load import load_traces
 from reports.metrics import compute, latency_samples, prepare
@@ -117,7 +118,7 @@ def test_every_figure_title_names_model_policy_trials_and_n():
     for plot in plots_for([RECORDED_MODEL, AUDIT]):
         title = plot.figure.get_suptitle()
         assert "model smollm2-135m" in title and "gateway enforce, audit" in title, title
-        assert "5 trials" in title and "n = 400 judged runs" in title, title
+        assert "5 trials" in title and "n = 1300 judged runs" in title, title
 
 
 def test_legends_sit_outside_the_data(tmp_path):
@@ -143,10 +144,12 @@ def test_by_scenario_draws_a_heatmap_not_a_column_of_bars():
     FigureCanvasAgg(heat).draw()
     panels = [ax for ax in heat.axes if ax.images]
     assert len(panels) == 2  # one per gateway policy
-    assert next(t.get_text() for t in panels[-1].get_xticklabels()) == "blog_brief_approval"
+    assert next(t.get_text() for t in panels[-1].get_xticklabels()) == "bank_transfer_compliance"
     assert any(t.get_text() == "5/5" for t in panels[0].texts)  # correct / judged in the cells
     assert heat.get_size_inches()[0] <= 7.3  # a paper's text width
-    assert len(plots["verdicts"].figure.axes[0].get_yticklabels()) == 10  # the other figures stay per mode
+    assert len(plots["verdicts"].figure.axes[0].get_yticklabels()) == 2 * len(
+        MODES
+    )  # the others stay per mode x policy
 
 
 def test_html_tables_scroll_and_numbers_do_not_wrap(recorded_report):

@@ -155,11 +155,21 @@ def test_show_of_a_folder_without_a_trace_says_so(tmp_path, monkeypatch, capsys)
     assert code == 2 and "no traces.jsonl here" in err and "bench runs" in err
 
 
+def _as_schema_1(line: str) -> str:
+    """A line of the recording as bench wrote it before stop verdicts: schema 1, no verdict in the outcome."""
+    event = json.loads(line)
+    event["schema_version"] = 1
+    if event.get("outcome"):
+        for added in ("stop_verdict", "stops", "resumes", "repeated_side_effects"):
+            event["outcome"].pop(added, None)
+    return json.dumps(event) + "\n"
+
+
 def test_show_reads_old_traces_and_skips_lines_that_are_not_events(tmp_path, monkeypatch, capsys):
     """A schema 1 trace (before stop verdicts) and garbage around it: the run still shows, the bad lines counted."""
     recorded = ROOT / "results" / "recorded" / "smollm2-135m" / "traces.jsonl"
     first = json.loads(recorded.open(encoding="utf-8").readline())["run_id"]
-    lines = [line for line in recorded.open(encoding="utf-8") if f'"run_id":"{first}"' in line]
+    lines = [_as_schema_1(line) for line in recorded.open(encoding="utf-8") if f'"run_id":"{first}"' in line]
     trace = tmp_path / "traces.jsonl"
     with open(trace, "wb") as handle:
         handle.write(b"not json\n" + b"[" * 10_000 + b"\n" + b'{"run_id": "\xff\xfe"\n')
