@@ -98,7 +98,9 @@ def test_fault_matrix_completes_classified_and_keyless(tmp_path):
 def test_concurrency_bounds_requests_in_flight(tmp_path):
     out = tmp_path / "run"
     with FaultServer(["ok"], hold_until=3) as server:  # each request waits until three are in flight
-        result = live(server, out, "--trials", "4", "--concurrency", "3")
+        # A held request waits for two more runs to start theirs: on a loaded machine that can take longer than
+        # FAST's half-second timeout, so this test's attempts get 30 s (the last --timeout wins).
+        result = live(server, out, "--trials", "4", "--concurrency", "3", "--timeout", "30")
     assert result.exit_code == 0, result.output
     assert server.max_in_flight == 3 and not server.held_too_long  # the bound is reached, never passed
     summaries = [e for e in events(out) if e.kind == "summary"]
