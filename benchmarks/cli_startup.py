@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from child_timing import seconds
+
 BENCH = str(Path(sys.executable).with_name("bench"))
 TARGET = 2.0
 COMMANDS = {
@@ -25,16 +24,6 @@ COMMANDS = {
     "bench list": [BENCH, "list"],
 }
 BASELINE = [sys.executable, "-c", "import typer"]
-
-
-def seconds(command: list[str]) -> float:
-    """Wall time of one child process, start to exit; a failure stops the benchmark with its stderr."""
-    start = time.perf_counter()
-    done = subprocess.run(command, cwd=ROOT, capture_output=True)
-    elapsed = time.perf_counter() - start
-    if done.returncode != 0:
-        raise SystemExit(f"{' '.join(command)} failed: {done.stderr.decode(errors='replace')}")
-    return elapsed
 
 
 def main() -> int:

@@ -28,7 +28,7 @@ from harness.safe_yaml import read_yaml
 from harness.scenario_checks import MODE_REVIEW_POINTS as MODE_REVIEW_POINTS  # the reserved review points
 from harness.scenario_checks import PLAN_REVIEW as PLAN_REVIEW
 from harness.scenario_checks import check_references
-from harness.schemas import SchemaCheck, schema_problem
+from harness.schemas import SchemaCheck, object_schema_problem, schema_problem
 
 NAME_PATTERN = r"^[a-z][a-z0-9_]*$"
 MAX_STEPS = 1_000  # bounds that keep a looping model from writing trace forever
@@ -259,11 +259,9 @@ class ActionSpec(_Strict):
     @field_validator("args")
     @classmethod
     def _args_is_a_json_schema(cls, value: dict[str, Any]) -> dict[str, Any]:
-        problem = schema_problem(value)
+        problem = object_schema_problem(value)
         if problem is not None:
-            raise ValueError(f"not a valid JSON Schema: {problem}")
-        if value.get("type") != "object":
-            raise ValueError("must be a JSON Schema of type 'object'")
+            raise ValueError(problem)
         return value
 
     @cached_property

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from harness.paths import NUMBER_TYPES, Reach, head, reach_schema, reach_value, valid_path
-from harness.schemas import check_for, schema_problem
+from harness.schemas import check_for, object_schema_problem
 
 if TYPE_CHECKING:
     from harness.scenario import ActionSpec, Condition, Node, Scenario, StopExpectation
@@ -289,12 +289,8 @@ def _check_workflow(s: Scenario) -> Problem:
 
 def _schema_problem(schema: dict[str, Any], where: str) -> Problem:
     """A JSON Schema of type object, or the problem with it."""
-    problem = schema_problem(schema)
-    if problem is not None:
-        return where, f"not a valid JSON Schema: {problem}"
-    if schema.get("type") != "object":
-        return where, "must be a JSON Schema of type 'object'"
-    return None
+    problem = object_schema_problem(schema)
+    return None if problem is None else (where, problem)
 
 
 def _check_params(action: ActionSpec, n: Node, where: str) -> Problem:

@@ -64,6 +64,17 @@ def check_for(schema: dict[str, Any]) -> SchemaCheck:
     return _compiled(json.dumps(schema, sort_keys=True, separators=(",", ":")))
 
 
+def object_schema_problem(schema: dict[str, Any]) -> str | None:
+    """None when ``schema`` is a valid JSON Schema of type object (an action's arguments, a node's params or
+    output); else the one-line reason, as scenario errors print it."""
+    problem = schema_problem(schema)
+    if problem is not None:
+        return f"not a valid JSON Schema: {problem}"
+    if schema.get("type") != "object":
+        return "must be a JSON Schema of type 'object'"
+    return None
+
+
 def schema_problem(schema: dict[str, Any]) -> str | None:
     """None when ``schema`` is a valid Draft 2020-12 JSON Schema; else jsonschema's message saying why not."""
     if "$schema" not in schema:

@@ -127,6 +127,17 @@ class Timeline:
     label: str | None = None
     summaries: int = 0  # more than one: the run was resumed after a decision
 
+    def facts(self, *, quote_label: bool) -> list[str]:
+        """The run's header facts (model, gateway, seed, label), shared by the terminal and the HTML page."""
+        head = [f"model {self.run.model}"]
+        if self.gateway_policy:
+            head.append(f"gateway {self.gateway_policy}")
+        if self.seed is not None:
+            head.append(f"seed {self.seed}")
+        if self.label:
+            head.append(f"label {self.label!r}" if quote_label else f"label {self.label}")
+        return head
+
 
 @dataclass
 class TraceScan:
@@ -564,16 +575,9 @@ def render_text(t: Timeline, *, full: bool = False, width: int = DETAIL_WIDTH) -
         return shown if full or not cut or len(shown) <= width else shown[: width - 1] + "…"
 
     run = t.run
-    head = [f"model {run.model}"]
-    if t.gateway_policy:
-        head.append(f"gateway {t.gateway_policy}")
-    if t.seed is not None:
-        head.append(f"seed {t.seed}")
-    if t.label:
-        head.append(f"label {t.label!r}")
     lines = [
         safe(f"run {run.run_id}: {run.cell}", cut=False),
-        safe(" · ".join(head), cut=False),
+        safe(" · ".join(t.facts(quote_label=True)), cut=False),
         safe(f"trace {t.source}", cut=False),
     ]
     if t.summaries > 1:

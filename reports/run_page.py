@@ -63,13 +63,7 @@ def page(t: Timeline, back: str = "../report.html") -> str:
     run = t.run
     end = t.ending
     verdict = (end.verdict if end is not None else None) or "none"
-    head = [f"model {run.model}"]
-    if t.gateway_policy:
-        head.append(f"gateway {t.gateway_policy}")
-    if t.seed is not None:
-        head.append(f"seed {t.seed}")
-    if t.label:
-        head.append(f"label {t.label}")
+    head = t.facts(quote_label=False)
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en">',
