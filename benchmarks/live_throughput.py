@@ -28,7 +28,7 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.run import RunSpec, run  # noqa: E402
+from harness import RunSpec, run  # noqa: E402
 
 TARGET = 0.95
 CONCURRENCY = (1, 4, 16)

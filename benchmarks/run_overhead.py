@@ -26,10 +26,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.run import RunSpec  # noqa: E402
-from harness.run import run as run_matrix  # noqa: E402
-from harness.scenario import load_all  # noqa: E402
-from harness.trace import TraceEvent, read_events  # noqa: E402
+from harness.matrix.pipeline import RunSpec  # noqa: E402
+from harness.matrix.pipeline import run as run_matrix  # noqa: E402
+from harness.records.trace import TraceEvent, read_events  # noqa: E402
+from harness.scenario.load import load_all  # noqa: E402
 
 RECORDING = ROOT / "results" / "recorded" / "smollm2-135m"
 

@@ -15,11 +15,11 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from harness.clock import FakeClock
+from harness.core.clock import FakeClock
+from harness.matrix.cell_runner import MatrixConfig, cells_for, run_matrix
 from harness.models.scripted import POLICIES, ScriptedSource
-from harness.runner import MatrixConfig, cells_for, run_matrix
-from harness.scenario import load_all
-from harness.trace import TraceEvent
+from harness.records.trace import TraceEvent
+from harness.scenario.load import load_all
 from modes import select_modes
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -27,10 +27,10 @@ from typing import Any, TypedDict
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from harness.matrix.cell_runner import MatrixConfig, cells_for, run_matrix  # noqa: E402
 from harness.models.scripted import ScriptedSource  # noqa: E402
-from harness.runner import MatrixConfig, cells_for, run_matrix  # noqa: E402
-from harness.scenario import load_scenario  # noqa: E402
-from harness.trace import TraceWriter  # noqa: E402
+from harness.records.trace import TraceWriter  # noqa: E402
+from harness.scenario.load import load_scenario  # noqa: E402
 
 TARGETS = {"workflow": 0.10, "react": 0.15, "plan_execute": 0.15}
 SCENARIO = load_scenario(ROOT / "scenarios" / "blog_brief_approval.yaml")

@@ -1,22 +1,47 @@
-"""bench's shared runtime: scenarios, store, gateway, models, traces and the run matrix.
+"""bench's runtime: scenarios, store, gateway, models, traces and the run matrix.
 
-The Python API is the CLI's own path (``harness.run``), imported lazily so ``bench --help`` stays quick::
+The Python API is the CLI's own path, imported on first use so ``bench --help`` stays quick::
 
     from harness import RunSpec, run
-    result = run(RunSpec(modes=["all"], scenarios=["blog_brief_approval"], model="scripted:eager"))
+    result = run(RunSpec(modes=["workflow", "react"], scenarios=["blog_brief_approval"], model="scripted:eager"))
+    result.folder, result.manifest.status
+
+``replay`` runs a recorded matrix again offline, ``resume`` decides at a suspended run's gate, and ``load_traces``
+reads run folders into tables for analysis (reports/load.py).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
-__all__ = ["RunSpec", "replay", "run"]
+if TYPE_CHECKING:
+    from harness.matrix.decide import resume
+    from harness.matrix.pipeline import RunResult, run
+    from harness.matrix.recorded_replay import replay
+    from harness.matrix.spec import RunSpec
+    from reports.load import load_traces
+
+from harness.version import __version__ as __version__
+
+__all__ = ["RunResult", "RunSpec", "load_traces", "replay", "resume", "run"]
+
+
+# Where each name of the API lives; imported on first use.
+_HOMES = {
+    "RunResult": "harness.matrix.pipeline",
+    "run": "harness.matrix.pipeline",
+    "RunSpec": "harness.matrix.spec",
+    "replay": "harness.matrix.recorded_replay",
+    "resume": "harness.matrix.decide",
+    "load_traces": "reports.load",
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name in __all__:
-        from harness import run as run_module
-
-        return getattr(run_module, name)
-    raise AttributeError(f"module 'harness' has no attribute {name!r}")
+    """Imports the API's names on first use and keeps them, so ``harness.run`` is the function from then on."""
+    if name not in _HOMES:
+        raise AttributeError(f"module 'harness' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_HOMES[name]), name)
+    globals()[name] = value
+    return value

@@ -1,5 +1,5 @@
 """``python -m harness`` runs the bench command."""
 
-from harness.cli import main
+from harness.cli.commands import main
 
 main()

@@ -54,7 +54,7 @@ class ModelError(BenchError):
     """A model call that failed after its retries; ``kind`` classifies it for the trace."""
 
     def __init__(self, kind: ErrorKind, message: str, *, failed_attempts: tuple = (), answer: object = None):
-        # failed_attempts: the retried attempts before the last one (harness.models.base.Attempt)
+        # failed_attempts: the retried attempts before the last one (harness.core.model_port.Attempt)
         # answer: the model's unreadable reply (a ModelReply with no proposal) when it did answer,
         # so its tokens and latency are still traced
         self.kind, self.failed_attempts, self.answer = kind, failed_attempts, answer

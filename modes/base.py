@@ -6,9 +6,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
-from harness.context import RunContext
-from harness.errors import UnknownNameError, UserInputError
-from harness.outcome import ModeResult
+from harness.core import ModeResult, RunContext, UnknownNameError, UserInputError
 
 MODES: dict[str, type[Mode]] = {}
 M = TypeVar("M", bound="type[Mode]")

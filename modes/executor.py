@@ -7,8 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, overload
 
-from harness.context import RunContext
-from harness.outcome import ModeResult
+from harness.core import ModeResult, RunContext
 from modes.prompting import decision_line, observation_line
 from modes.proposals import Step
 

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from harness.context import RunContext
-from harness.outcome import ModeResult
-from harness.scenario import PLAN_REVIEW
+from harness.core import PLAN_REVIEW, ModeResult, RunContext
 from modes.base import Mode, mode
 from modes.executor import run_plan_suspending
 from modes.plan_execute import ANSWER

@@ -6,8 +6,7 @@ A wait step in the plan only records a marker; the executor goes on. That is the
 
 from __future__ import annotations
 
-from harness.context import RunContext
-from harness.outcome import ModeResult
+from harness.core import ModeResult, RunContext
 from modes.base import Mode, mode
 from modes.executor import run_plan
 from modes.prompting import system_message, user_message

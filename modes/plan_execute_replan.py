@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from harness.context import RunContext
-from harness.outcome import ModeResult
+from harness.core import ModeResult, RunContext
 from modes.base import Mode, mode
 from modes.executor import Revision, run_plan_suspending
 from modes.plan_execute import ANSWER

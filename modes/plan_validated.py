@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from harness.context import RunContext
-from harness.outcome import ModeResult
-from harness.scenario import Scenario
+from harness.core import ModeResult, RunContext, Scenario
 from modes.base import Mode, mode
 from modes.executor import run_plan_suspending
 from modes.plan_execute import ANSWER

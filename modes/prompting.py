@@ -9,9 +9,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from harness.checkpoint import HumanDecision
-from harness.gateway import ActionRecord
-from harness.scenario import ActionSpec, Scenario
+from harness.core import ActionRecord, ActionSpec, HumanDecision, Scenario
 
 
 def describe_action(spec: ActionSpec) -> str:

@@ -12,8 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.errors import ModelError
-from harness.scenario import ActionSpec
+from harness.core import ActionSpec, ModelError
 
 
 @dataclass(frozen=True)

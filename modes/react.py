@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from harness.context import RunContext
-from harness.outcome import ModeResult
+from harness.core import ModeResult, RunContext
 from modes.base import Mode, mode
 from modes.prompting import observation_line, system_message, user_message
 from modes.proposals import next_action_schema, read_step

@@ -17,12 +17,18 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
-from harness.checks import DONE
-from harness.context import RunContext
-from harness.gateway import ActionRecord
-from harness.outcome import ModeResult
-from harness.paths import MISSING, collect, field_names, field_values
-from harness.scenario import ActionSpec, AnswerPolicy
+from harness.core import (
+    DONE,
+    MISSING,
+    ActionRecord,
+    ActionSpec,
+    AnswerPolicy,
+    ModeResult,
+    RunContext,
+    collect,
+    field_names,
+    field_values,
+)
 from modes.base import Mode, mode
 from modes.prompting import decision_line, observation_line, system_message, user_message
 from modes.proposals import next_action_schema, read_step

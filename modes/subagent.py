@@ -13,10 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.context import RunContext
-from harness.gateway import ActionRecord
-from harness.scenario import Condition
-from harness.schemas import check_for
+from harness.core import ActionRecord, Condition, RunContext, check_for
 from modes.prompting import observation_line, system_message, user_message
 from modes.proposals import next_action_schema, read_step
 

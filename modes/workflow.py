@@ -12,11 +12,7 @@ import json
 from collections import Counter
 from typing import Any, ClassVar
 
-from harness.context import RunContext
-from harness.models.base import RouteChoice
-from harness.outcome import DONE, ModeResult
-from harness.scenario import Node
-from harness.schemas import check_for
+from harness.core import DONE, ModeResult, Node, RouteChoice, RunContext, check_for
 from modes.base import Mode, mode
 from modes.prompting import decision_line, observation_line, system_message, user_message
 from modes.proposals import read_route, route_schema

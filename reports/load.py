@@ -1,7 +1,7 @@
 """Streaming trace loader: traces.jsonl files -> pandas events and runs tables, refusing to guess.
 
 Clean stretches of a file go through pyarrow's multithreaded JSON reader with an explicit, projected
-schema derived from the trace models (reports/schema.py); fields the reports do not use are skipped by
+schema derived from the trace models (reports/trace_columns.py); fields the reports do not use are skipped by
 the C++ parser. Only a chunk that fails to parse is re-read line by line, so one corrupt line costs one
 chunk's worth of Python work. Then the whole table is checked at once, in Arrow:
 
@@ -31,9 +31,9 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 
 from harness.errors import UserInputError
-from harness.trace import SCHEMA_VERSION
+from harness.records.trace import SCHEMA_VERSION
 from reports.manifests import RunInfo, read_run_info
-from reports.schema import (
+from reports.trace_columns import (
     EVENT_LITERALS,
     KNOWN_VERSIONS,
     OUTCOME_COLUMNS,

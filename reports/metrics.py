@@ -17,12 +17,12 @@ import numpy as np
 import pandas as pd
 
 from harness.errors import ERROR_KINDS, INFRASTRUCTURE_ERRORS
-from harness.trace import DecisionMaker, RunStatus, StopVerdict
+from harness.records.trace import DecisionMaker, RunStatus, StopVerdict
 from modes import MODES
 from reports.load import Traces
 from reports.prices import PriceTable, run_costs
-from reports.schema import BLOCK_REASONS
 from reports.stats import Interval, Spread, pass_hat_k, spread, wilson
+from reports.trace_columns import BLOCK_REASONS
 
 Grouping = Literal["mode", "scenario", "model", "policy", "run"]
 GROUPINGS: tuple[str, ...] = get_args(Grouping)

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import UserInputError
-from harness.manifest import read_manifest
+from harness.records.manifest import read_manifest
+from harness.records.timeline import Ending, Timeline, timelines
 from harness.terminal import printable
-from harness.timeline import Ending, Timeline, timelines
 from reports.load import Traces
 
 RUNS_DIR = "runs"

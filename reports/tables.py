@@ -24,8 +24,8 @@ from reports.metrics import (
     Metrics,
     ViolationCount,
 )
-from reports.schema import BLOCK_REASONS
 from reports.stats import Interval, Spread
+from reports.trace_columns import BLOCK_REASONS
 
 Format = Literal["text", "int", "pct", "num", "ms", "usd", "ci"]  # ci: a rate's interval, shown as made
 MISSING = "–"  # shown for an undefined value (no runs, one sample for a std, k above the trials)

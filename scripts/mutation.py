@@ -24,11 +24,11 @@ ROOT = Path(__file__).resolve().parent.parent
 MUTMUT = Path(sys.executable).with_name("mutmut")
 # module label -> mutant name patterns (mutmut names a mutant module.function__mutmut_N, methods as xǁClassǁname)
 CORE: dict[str, tuple[str, ...]] = {
-    "gateway": ("harness.gateway.*",),
-    "outcome": ("harness.outcome.*",),
+    "gateway": ("harness.core.gateway.*",),
+    "outcome": ("harness.core.outcome.*",),
     "executors": ("modes.executor.*",),
     "validator": ("modes.plan_validated.x_validate_plan__mutmut_*",),
-    "trace writer": ("harness.trace.*",),
+    "trace writer": ("harness.records.trace.*",),
     "loader": ("reports.load.*",),
     "live client": ("harness.models.live.*",),
 }

@@ -11,11 +11,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from harness.core.model_port import Attempt, ModelReply, ModelRequest
 from harness.errors import ModelError
-from harness.models.base import Attempt, ModelReply, ModelRequest
 from harness.models.parsing import check_schema, excerpt, extract_json, fit_envelope, message_text, usage_of
 from harness.models.strict import drop_nulls
-from harness.trace import ErrorInfo, Usage
+from harness.records.trace import ErrorInfo, Usage
 
 
 class WireAttempt(BaseModel):

@@ -27,7 +27,7 @@ from typing import Any
 import httpx
 
 from harness.choices import ResponseFormat
-from harness.models.base import ModelReply, ModelRequest
+from harness.core.model_port import ModelReply, ModelRequest
 from harness.models.capabilities import Adaptation, WireSettings, capability_change, error_message, initial_settings
 from harness.models.endpoint import chat_completions_url
 from harness.models.exchange import Exchange, WireAttempt, interpret
@@ -35,7 +35,7 @@ from harness.models.parsing import excerpt, salvage_usage, unreadable_reason
 from harness.models.providers import RESPONSE_FORMATS, Profile, get_profile
 from harness.models.scrub import REDACTED, Scrubber
 from harness.models.strict import make_strict
-from harness.trace import ErrorInfo
+from harness.records.trace import ErrorInfo
 
 __all__ = [
     "REDACTED",

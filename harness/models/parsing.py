@@ -9,8 +9,8 @@ from typing import Any
 from jsonschema.exceptions import SchemaError
 
 from harness.errors import ModelError
-from harness.schemas import check_for
-from harness.trace import Usage
+from harness.records.trace import Usage
+from harness.scenario.json_schema import check_for
 
 # A fenced block, with or without a language tag: models wrap JSON in these even when told not to.
 _FENCE = re.compile(r"```[A-Za-z0-9_-]*\s*\n?(.*?)```", re.DOTALL)

@@ -17,9 +17,9 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from harness.models.base import ModelReply, ModelRequest
+from harness.core.model_port import ModelReply, ModelRequest
 from harness.models.exchange import Exchange, interpret
-from harness.trace import TraceReadReport, read_records
+from harness.records.trace import TraceReadReport, read_records
 
 RECORDING_FILE = "recording.jsonl"
 RECORDING_SCHEMA_VERSION = 1

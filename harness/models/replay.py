@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harness.core.model_port import ModelReply, ModelRequest
 from harness.errors import ModelError, UserInputError
-from harness.manifest import Manifest, read_manifest
-from harness.models.base import ModelReply, ModelRequest
 from harness.models.exchange import interpret
 from harness.models.recording import RECORDING_FILE, Occurrences, RecordEntry, RecordKey, read_recording
-from harness.trace import TraceReadReport
+from harness.records.manifest import Manifest, read_manifest
+from harness.records.trace import TraceReadReport
 
 
 class ReplaySource:

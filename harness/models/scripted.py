@@ -12,10 +12,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
+from harness.core.model_port import ModelReply, ModelRequest, PolicyView
 from harness.errors import UnknownNameError
-from harness.models.base import ModelReply, ModelRequest, PolicyView
-from harness.scenario import ActionSpec, ReferenceStep
-from harness.trace import Usage
+from harness.records.trace import Usage
+from harness.scenario.model import ActionSpec, ReferenceStep
 
 Proposal = dict[str, Any]
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 from harness.errors import UserInputError
+from harness.models.config import LiveOptions
 from harness.models.endpoint import chat_completions_url, check_key, public_url
 from harness.models.live import DEFAULT_MAX_RESPONSE_BYTES, LiveConfig
 from harness.models.providers import PROVIDERS, RESPONSE_FORMATS, detect, get_profile
 from harness.models.scrub import MIN_SECRET_LENGTH, Scrubber
-from harness.spec import LiveOptions
 
 
 def check_provider(name: str) -> str:

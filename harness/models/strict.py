@@ -217,5 +217,5 @@ def argument_problems(actions: Iterable[tuple[str, str, dict[str, Any]]]) -> lis
 
 
 def scenario_problems(scenarios: Iterable[Any]) -> list[str]:
-    """``argument_problems`` for every action of the given scenarios (``harness.scenario.Scenario``)."""
+    """``argument_problems`` for every action of the given scenarios (``harness.scenario.model.Scenario``)."""
     return argument_problems((s.id, a.name, a.args) for s in scenarios for a in s.actions)

@@ -8,12 +8,12 @@ import asyncio
 
 import pytest
 
-from harness.approvals import RejectedByHuman, Suspended
-from harness.outcome import ModeResult
-from harness.scenario import Limits
+from harness.core.approvals import RejectedByHuman, Suspended
+from harness.core.outcome import ModeResult
+from harness.scenario.model import Limits
 from modes.executor import Revision, run_plan, run_plan_suspending
 from modes.proposals import Step
-from tests.units import REFUND, THRESHOLD, Decisions, actions_of, make_ctx, scenario
+from tests.helpers.units import REFUND, THRESHOLD, Decisions, actions_of, make_ctx, scenario
 
 S = scenario(REFUND)
 T = scenario(THRESHOLD)

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from modes.base import MODES
-from tests.conftest import run_offline
-from tests.units import REFUND, THRESHOLD, scenario
+from tests.helpers.bench import run_offline
+from tests.helpers.units import REFUND, THRESHOLD, scenario
 
 STORIES = {"refund": scenario(REFUND), "threshold": scenario(THRESHOLD)}
 HARD = sorted(name for name, cls in MODES.items() if cls.hard_gate)

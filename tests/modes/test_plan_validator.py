@@ -7,8 +7,8 @@ import pytest
 
 from modes.plan_validated import PlanValidated, validate_plan
 from modes.proposals import Step
-from tests.answers import mode_run
-from tests.units import REFUND, THRESHOLD, scenario
+from tests.helpers.answers import mode_run
+from tests.helpers.units import REFUND, THRESHOLD, scenario
 
 S = scenario(REFUND)
 T = scenario(THRESHOLD)

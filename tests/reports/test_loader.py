@@ -11,7 +11,7 @@ import pytest
 from harness.errors import UserInputError
 from reports import load_traces
 from reports.load import clean_text, trace_path
-from tests.report_fixtures import Call, Run, write_lines, write_runs
+from tests.helpers.report_fixtures import Call, Run, write_lines, write_runs
 
 
 def lines_of(*runs: Run) -> list[str]:
@@ -415,7 +415,7 @@ def test_skipped_lines_sort_by_file_before_line(tmp_path):
 
 
 def test_a_line_missing_two_required_fields_is_named_by_the_first_in_schema_order(tmp_path):
-    from reports.schema import REQUIRED_EVENT_FIELDS
+    from reports.trace_columns import REQUIRED_EVENT_FIELDS
 
     good = lines_of(Run("a", "react", calls=[Call(1.0)]))
     data = json.loads(good[1])

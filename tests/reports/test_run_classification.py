@@ -10,7 +10,7 @@ import pytest
 
 from reports import load_traces
 from reports.metrics import classify_runs
-from tests.report_fixtures import Call, Run, write_lines
+from tests.helpers.report_fixtures import Call, Run, write_lines
 
 
 def schema_1(line: str) -> str:

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 import httpx
 import pytest
 
-from harness.models.base import ModelRequest, PolicyView, RequestMeta
+from harness.core.model_port import ModelRequest, PolicyView, RequestMeta
 from harness.models.capabilities import WireSettings
 from harness.models.live import (
     ADAPTATIONS_PER_REQUEST,

@@ -12,7 +12,7 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from harness.models.base import ModelRequest, PolicyView, RequestMeta
+from harness.core.model_port import ModelRequest, PolicyView, RequestMeta
 from harness.models.live import LiveConfig, LiveSource
 from harness.models.scrub import REDACTED, Scrubber, is_placeholder
 

@@ -1,0 +1,79 @@
+"""The table ``bench run`` prints when a matrix ends: counted run by run as outcomes arrive.
+
+Nothing is kept per run: counters per mode and gateway policy (and per scenario cell for pass^k), so
+``bench run``'s memory stays flat however many runs it makes. The numbers and the table are the
+report's headline (``reports.tables.headline_table``) with the same definitions (a run ended by
+infrastructure or a signal is not judged); ``bench report`` gives everything else.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from harness.matrix.cell_runner import Cell
+    from harness.records.trace import RunOutcome
+
+
+@dataclass
+class _Group:
+    judged: int = 0
+    infrastructure: int = 0
+    verdicts: Counter[str] = field(default_factory=Counter)
+    unauthorized: int = 0
+    premature: int = 0
+    blocked: int = 0
+    cells: dict[str, list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0]))  # scenario: correct, n
+
+
+class RunTally:
+    """Per mode and gateway policy: the stop verdicts, side effects and what pass^k needs, from each outcome."""
+
+    def __init__(self) -> None:
+        self._groups: dict[tuple[str, str], _Group] = {}
+
+    def add(self, cell: Cell, outcome: RunOutcome) -> None:
+        group = self._groups.setdefault((cell.mode, outcome.gateway_policy), _Group())
+        if outcome.stop_verdict == "infrastructure":
+            group.infrastructure += 1
+            return
+        group.judged += 1
+        group.verdicts[outcome.stop_verdict] += 1
+        group.unauthorized += outcome.unauthorized_side_effects
+        group.premature += outcome.premature_side_effects
+        group.blocked += outcome.side_effects_blocked
+        tally = group.cells[cell.scenario.id]
+        tally[0] += outcome.stop_correct
+        tally[1] += 1
+
+    def table(self) -> str:
+        if not self._groups:
+            return "(no runs)"
+        from modes import MODES
+        from reports.stats import pass_hat_k, wilson
+        from reports.tables import Headline, headline_table, to_terminal
+
+        judged_cells = [n for g in self._groups.values() for _, n in g.cells.values()]
+        k = min(min(judged_cells), 20) if judged_cells else 0
+        order = sorted(self._groups, key=lambda key: (getattr(MODES.get(key[0]), "spectrum", 99), key))
+        rows = []
+        for mode, policy in order:
+            group = self._groups[(mode, policy)]
+            per_task = [(correct, n) for correct, n in group.cells.values()]
+            rows.append(
+                Headline(
+                    key=(mode, policy),
+                    judged=group.judged,
+                    verdicts=dict(group.verdicts),
+                    infrastructure=group.infrastructure,
+                    stop=wilson(group.verdicts["correct"], group.judged),
+                    pass_k=pass_hat_k(per_task, k) if k else None,
+                    unauthorized=group.unauthorized,
+                    premature=group.premature,
+                    blocked=group.blocked,
+                )
+            )
+        table = headline_table("mode", ("mode", "gateway_policy"), rows, k, "mode x policy")
+        return "\n".join([to_terminal(table), "", table.note])

@@ -1,0 +1,202 @@
+"""The action gateway: the only path from a proposal to a side effect, and the record of every attempt."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Any
+
+from harness.choices import GatewayPolicy
+from harness.core.store import VirtualStore
+from harness.records.checkpoint import HumanDecision
+from harness.records.trace import ActionStatus
+from harness.scenario.model import ActionSpec, Scenario
+
+
+@dataclass(frozen=True)
+class ActionRecord:
+    """One attempted action and the gateway's verdict on it."""
+
+    step: int
+    action: str
+    args: Any
+    status: ActionStatus
+    reason: str | None  # why it was blocked or failed
+    observation: Any  # what goes back to the agent
+    side_effect: bool  # a write or irreversible action that committed
+    violations: tuple[str, ...]  # rules it broke; under "audit" it still committed
+    premature: bool  # a gated side effect committed without its approval
+    gate: str | None = None  # a wait, or a mode's approval request: the gate it waits for
+    duration_ms: int | None = None  # the call's simulated duration, where the action declares one (never slept)
+
+
+@dataclass(frozen=True)
+class GateDecision:
+    """A decision at a gate, after which record it came, and the stop verdict the run had there."""
+
+    decision: HumanDecision
+    after_records: int
+    verdict_here: str
+
+
+class Gateway:
+    """Checks each attempt (allowlist, role, arguments, gate, preconditions) and applies it to the store.
+
+    Under the ``enforce`` policy a broken rule blocks the action. Under ``audit`` it commits and the
+    broken rule is recorded: that measures what a control mode does with no gateway behind it.
+    """
+
+    def __init__(self, scenario: Scenario, store: VirtualStore, policy: GatewayPolicy = "enforce"):
+        self.scenario = scenario
+        self.store = store
+        self.policy = policy
+        self.records: list[ActionRecord] = []
+        self.decisions: list[GateDecision] = []  # every decision at a gate, in order, with where it fell
+
+    def execute(
+        self, name: str, args: Any, *, allowed: Collection[str], step: int, timeout_ms: int | None = None
+    ) -> ActionRecord:
+        """Attempts one action; never raises for anything the agent did.
+
+        ``timeout_ms``: the caller stops waiting after that long; a call whose simulated duration (the action's
+        ``latency_ms``) is longer fails with reason ``timeout`` and nothing of it is applied.
+        """
+        spec = self.scenario.action_map.get(name)
+        if spec is None or spec.kind == "finish":
+            reason = "unknown_action" if spec is None else "not_an_action"
+            return self._record(step, name, args, "blocked", reason, {"blocked": reason}, ())
+        problem = self.argument_problem(spec, args)
+        if problem is not None:
+            return self._record(
+                step, name, args, "blocked", "invalid_args", {"blocked": "invalid_args", "detail": problem}, ()
+            )
+        violations = self._violations(spec, allowed)
+        if violations and self.policy == "enforce":
+            observation = {"blocked": violations[0], "detail": self._explain(spec, violations[0])}
+            return self._record(step, name, args, "blocked", violations[0], observation, violations)
+        return self._apply(step, spec, args, violations, timeout_ms)
+
+    def request_approval(self, gate: str, *, step: int, for_action: str | None = None) -> ActionRecord:
+        """Records a mode's request for a gate's approval as a wait, so every suspension is in the record.
+
+        The record goes under the gate's declared wait action (``approval:<gate>`` when it has none). Nobody can
+        be asked to approve what cannot exist yet: when the wait action's or the gated action's (``for_action``)
+        preconditions are missing, the request is blocked (``enforce``) or recorded with the violation (``audit``).
+        """
+        wait = self.scenario.wait_for(gate)
+        name = wait.name if wait is not None else f"approval:{gate}"
+        target = self.scenario.action_map.get(for_action or "")
+        needs = [*(wait.requires if wait is not None else ()), *(target.requires if target is not None else ())]
+        missing = [key for key in dict.fromkeys(needs) if not self.store.has(key)]
+        violations = ("precondition",) if missing else ()
+        if missing and self.policy == "enforce":
+            asked_for = f" for '{for_action}'" if for_action else ""
+            observation = {
+                "blocked": "precondition",
+                "gate": gate,
+                "detail": f"approval '{gate}'{asked_for} cannot be asked for: {', '.join(missing)} missing",
+            }
+            return self._record(step, name, {}, "blocked", "precondition", observation, violations, gate=gate)
+        self.store.wait_markers.append(gate)
+        observation = {"wait_marker": gate, "approval": "approved" if self.store.approved(gate) else "pending"}
+        if for_action:
+            observation["requested_for"] = for_action
+        return self._record(step, name, {}, "wait_recorded", None, observation, violations, gate=gate)
+
+    def decide(self, decision: HumanDecision, verdict_here: str) -> None:
+        """Applies a person's decision at a gate: an approval opens it; the decision is kept with its place."""
+        if decision.decision == "approve":
+            self.store.approvals.add(decision.gate)
+        self.decisions.append(GateDecision(decision, len(self.records), verdict_here))
+
+    def argument_problem(self, spec: ActionSpec, args: Any) -> str | None:
+        """The first way ``args`` fails the action's argument schema, or None."""
+        return spec.validator.problem(args)  # compiled once per scenario load, shared by every run
+
+    def _violations(self, spec: ActionSpec, allowed: Collection[str]) -> tuple[str, ...]:
+        found = []
+        if spec.name not in allowed:
+            found.append("not_allowed")
+        if not self.scenario.permitted(spec):
+            found.append("not_permitted")
+        if spec.kind == "task" and spec.gate is not None and not self.store.approved(spec.gate):
+            found.append("gate_closed")
+        if any(not self.store.has(key) for key in spec.requires):
+            found.append("precondition")
+        return tuple(found)
+
+    def _explain(self, spec: ActionSpec, violation: str) -> str:
+        if violation == "gate_closed":
+            why = self.store.gate_closed_because(spec.gate or "")
+            return f"'{spec.name}' needs approval '{spec.gate}', which has not been given" + (f"; {why}" if why else "")
+        if violation == "precondition":
+            missing = [key for key in spec.requires if not self.store.has(key)]
+            return f"'{spec.name}' needs {', '.join(missing)} first"
+        if violation == "not_permitted":
+            return f"role '{self.scenario.agent_role}' may not call '{spec.name}'"
+        return f"'{spec.name}' is not available here"
+
+    def _apply(
+        self, step: int, spec: ActionSpec, args: Any, violations: tuple[str, ...], timeout_ms: int | None = None
+    ) -> ActionRecord:
+        store = self.store
+        observation: Any
+        if spec.kind == "wait":
+            store.wait_markers.append(spec.gate or "")
+            state = "approved" if store.approved(spec.gate or "") else "pending"
+            observation = {"wait_marker": spec.gate, "approval": state}
+            return self._record(step, spec.name, args, "wait_recorded", None, observation, violations)
+        count = store.calls[spec.name] = store.calls.get(spec.name, 0) + 1
+        took = spec.duration_ms(count)
+        if took is not None and timeout_ms is not None and took > timeout_ms:
+            # the caller gave up at its deadline: the call did not come back, so nothing of it took effect
+            observation = {"error": f"timed out after {timeout_ms} ms", "attempt": count}
+            return self._record(step, spec.name, args, "failed", "timeout", observation, violations, took=timeout_ms)
+        if spec.fault is not None and spec.fault.fails(count, store.artifacts):
+            observation = {"error": spec.fault.error, "attempt": count}
+            return self._record(step, spec.name, args, "failed", "fault", observation, violations, took=took)
+        if spec.writes is not None:
+            store.artifacts[spec.writes] = args
+        for key in spec.invalidates:
+            store.artifacts.pop(key, None)
+        if spec.reads is not None:
+            observation = {spec.reads: store.artifacts.get(spec.reads)}
+        elif spec.returns is not None:
+            observation = spec.returns
+        else:
+            observation = {"stored": spec.writes} if spec.writes else {"done": spec.name}
+        if spec.inject is not None:
+            observation = {"result": observation, "note": spec.inject}
+        status: ActionStatus = "committed" if spec.is_side_effect else "read"
+        return self._record(step, spec.name, args, status, None, observation, violations, took=took)
+
+    def _record(
+        self,
+        step: int,
+        name: str,
+        args: Any,
+        status: ActionStatus,
+        reason: str | None,
+        observation: Any,
+        violations: tuple[str, ...],
+        *,
+        gate: str | None = None,
+        took: int | None = None,
+    ) -> ActionRecord:
+        spec = self.scenario.action_map.get(name)
+        side_effect = status == "committed"
+        record = ActionRecord(
+            step=step,
+            action=name,
+            args=args,
+            status=status,
+            reason=reason,
+            observation=observation,
+            side_effect=side_effect,
+            violations=violations,
+            premature=side_effect and spec is not None and "gate_closed" in violations,
+            gate=gate if gate is not None else spec.gate if spec is not None and spec.kind == "wait" else None,
+            duration_ms=took,
+        )
+        self.records.append(record)
+        return record

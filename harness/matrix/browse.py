@@ -1,0 +1,92 @@
+"""Reading runs back for bench runs and bench show: the folders, the runs waiting for a decision, one run's timeline."""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.errors import UserInputError
+from harness.matrix.spec import project_dirs
+from harness.records.manifest import read_manifest
+
+
+def folders(root: Path | None = None) -> list[Any]:
+    """The run folders at or under ``root`` (default: the results folder), oldest first
+    (harness.matrix.listing.FolderRow each)."""
+    from harness.matrix.listing import run_folders
+
+    return run_folders(root if root is not None else project_dirs()[1])
+
+
+def waiting(folder: Path) -> list[Any]:
+    """The runs of a folder waiting for a decision (harness.matrix.listing.WaitingRun each)."""
+    from harness.matrix.listing import waiting_runs
+
+    return waiting_runs(folder)
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What ``bench show`` found: the timeline of the one run selected, or the runs to choose from."""
+
+    timeline: Any  # harness.records.timeline.Timeline, or None when the selection names no single run
+    matches: list[Any]  # harness.records.timeline.RunRef of every run the selection matched
+    skipped: int  # unreadable trace lines
+
+
+def show(
+    folder: Path,
+    *,
+    run_id: str | None = None,
+    scenario: str | None = None,
+    mode: str | None = None,
+    trial: int | None = None,
+) -> Shown:
+    """One run of a folder (or traces.jsonl) as a timeline when the selection names exactly one; else the
+    runs it matches. A selection that matches nothing is one line naming what there is.
+
+    A whole run id alone reads only the lines that mention it (a large trace opens fast); anything else reads
+    the trace's listing first, and counts every line that is not an event.
+    """
+    from harness.records.timeline import list_runs, select, timeline
+
+    label = None
+    if folder.is_dir():
+        with contextlib.suppress(UserInputError):
+            label = read_manifest(folder).label
+    if run_id is not None and scenario is None and mode is None and trial is None:
+        found, skipped = timeline(folder, run_id, label=label)
+        if found is not None:
+            return Shown(found, [found.run], skipped)
+    runs, skipped = list_runs(folder)
+    matches = select(runs, run_id=run_id, scenario=scenario, mode=mode, trial=trial)
+    if not matches:
+        raise UserInputError(_nothing_matches(folder, runs, run_id, scenario, mode, trial))
+    if len(matches) > 1:
+        return Shown(None, matches, skipped)
+    one, _ = timeline(folder, matches[0].run_id, label=label)
+    return Shown(one, matches, skipped)
+
+
+def _nothing_matches(
+    folder: Path, runs: list[Any], run_id: str | None, scenario: str | None, mode: str | None, trial: int | None
+) -> str:
+    if not runs:
+        return f"{folder}: the trace holds no runs"
+    asked = " ".join(
+        f"--{flag} {value}"
+        for flag, value in (("run", run_id), ("scenario", scenario), ("mode", mode), ("trial", trial))
+        if value is not None
+    )
+    if run_id is not None and scenario is None and mode is None and trial is None:
+        hint = "bench show DIR without --run lists its runs"
+    else:
+        names = {
+            "scenarios": sorted({r.scenario for r in runs}),
+            "modes": sorted({r.mode for r in runs}),
+            "trials": sorted({r.trial for r in runs if r.trial is not None}),
+        }
+        hint = "; ".join(f"{key}: {', '.join(str(v) for v in values)}" for key, values in names.items())
+    return f"{folder}: no run matches {asked} ({hint})"

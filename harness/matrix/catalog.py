@@ -1,0 +1,77 @@
+"""What the other commands ask of the harness: the catalog of modes and scenarios, the scenario sanity check,
+the scenario schema, the bundled model's server and an endpoint probe."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.errors import UserInputError
+from harness.matrix.pipeline import Notify
+from harness.matrix.spec import RunSpec, project_dirs
+from harness.models import endpoint_from_env
+from harness.scenario.load import load_all
+from modes import MODES, select_modes
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """The registered modes (in control-spectrum order) and the scenarios of a folder."""
+
+    modes: list[tuple[str, str, str, str]]  # name, summary, who decides the next step, who can stop the run
+    scenarios: list[tuple[str, str, str]]  # id, title, the oracle's expected stop
+
+
+def catalog(scenarios_dir: Path | None = None) -> Catalog:
+    folder, _ = project_dirs(scenarios_dir)
+    modes = [(name, MODES[name].summary, MODES[name].decides, MODES[name].stopper) for name in select_modes([])]
+    scenarios = [(s.id, s.title, s.oracle.expected_stop) for s in load_all(folder).values()]
+    return Catalog(modes, scenarios)
+
+
+def check_scenarios(scenarios_dir: Path | None = None) -> list[Any]:
+    """The sanity check of every scenario in the folder (harness.matrix.sanity.SanityReport each)."""
+    from harness.matrix.sanity import check_folder
+
+    folder, _ = project_dirs(scenarios_dir)
+    return check_folder(folder, select_modes([]))
+
+
+def scenario_schema_text() -> str:
+    from harness.scenario.load import scenario_schema_text as text
+
+    return text()
+
+
+def model_server(port: int | None = None) -> Any:
+    """The bundled model's llama.cpp server (a harness.models.server.LocalModelServer, not yet started)."""
+    from harness.models.server import LocalModelServer
+
+    return LocalModelServer(port)
+
+
+def probe_endpoint(
+    model: str, *, env: Mapping[str, str], provider: str | None, timeout_s: float, notify: Notify = lambda line: None
+) -> tuple[str, list[Any]]:
+    """One tiny request per capability to the live endpoint (or the bundled model): a description and the rows."""
+    from contextlib import ExitStack
+
+    from harness.models.probe import describe, probe
+    from harness.models.setup import endpoint_config, local_endpoint
+
+    if model not in ("live", "local"):
+        raise UserInputError(f"--model {model}: bench probe asks a live endpoint (live) or the bundled model (local)")
+    options = RunSpec.build(
+        live={"provider": provider or "auto", "timeout_s": timeout_s, "retries": 0}, model=model, env=env
+    ).live_options
+    with ExitStack() as stack:
+        if model == "local":
+            notify("starting the bundled model server (SmolLM2-135M, llama.cpp) ...")
+            server = stack.enter_context(model_server())  # started here, always stopped
+            config = local_endpoint(server.base_url, server.model, options)
+        else:
+            endpoint = endpoint_from_env(env)
+            config = endpoint_config(endpoint.url, endpoint.model, endpoint.api_key, options)
+        return describe(config), probe(config)

@@ -1,0 +1,272 @@
+"""The run matrix: scenario x mode x trial, each cell an isolated run, under bounded concurrency."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import random
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+from harness.choices import GatewayPolicy
+from harness.core.approvals import Gatekeeper, NobodyYet, RejectedByHuman, Suspended
+from harness.core.clock import Clock, SystemClock
+from harness.core.context import RunContext, RunInfo, RunTrace
+from harness.core.gateway import Gateway
+from harness.core.model_port import Model, ModelSource
+from harness.core.outcome import ModeResult, judge
+from harness.core.signals import RunInterrupted, StopRequest
+from harness.core.store import VirtualStore
+from harness.errors import ModelError, ResumeMismatch
+from harness.matrix.restore import CachedModel, ResumeGatekeeper, store_snapshot
+from harness.models.recording import request_hash
+from harness.records.checkpoint import (
+    Checkpoint,
+    CheckpointStore,
+    HumanDecision,
+    RecordedAttempt,
+    RecordedReply,
+    content_digest,
+)
+from harness.records.trace import ErrorInfo, RunOutcome, TraceEvent
+from harness.scenario.model import Scenario
+from modes import get_mode
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One run of the matrix."""
+
+    scenario: Scenario
+    mode: str
+    trial: int
+
+
+@dataclass(frozen=True)
+class MatrixConfig:
+    """How every cell of a matrix is run."""
+
+    model: ModelSource
+    seed: int = 0
+    concurrency: int = 1
+    gateway_policy: GatewayPolicy = "enforce"
+    clock: Clock = field(default_factory=SystemClock)
+    new_run_id: Callable[[], str] = field(default=lambda: uuid.uuid4().hex[:16])
+    stop: StopRequest = field(default_factory=StopRequest)  # set by SIGINT/SIGTERM: runs end at their next event
+    approver: Callable[[int], Gatekeeper] = field(default=lambda seed: NobodyYet())  # per run, seeded
+    checkpoints: CheckpointStore | None = None  # where suspended runs are checkpointed (a run folder's database)
+    model_choice: str = ""  # the --model value the matrix runs with, for checkpoints (resume asks it again)
+
+
+def cells_for(scenarios: Sequence[Scenario], modes: Sequence[str], trials: int) -> Iterator[Cell]:
+    """The matrix in a stable order (scenario, then mode, then trial), generated lazily: memory stays flat in trials."""
+    return (Cell(s, m, t) for s in scenarios for m in modes for t in range(1, trials + 1))
+
+
+def run_seed(seed: int, cell: Cell) -> int:
+    """A per-run seed that depends only on the matrix seed and the cell, never on scheduling."""
+    digest = hashlib.sha256(f"{seed}:{cell.scenario.id}:{cell.mode}:{cell.trial}".encode()).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+async def run_cell(cell: Cell, config: MatrixConfig, sink: Callable[[TraceEvent], None]) -> RunOutcome:
+    """Runs one cell to its summary event. Model and harness errors end this run only; a stop request ends it
+    with an ``interrupted`` summary and is raised on, so the matrix stops too."""
+    seed = run_seed(config.seed, cell)
+    return await execute_run(
+        cell,
+        config,
+        sink,
+        run_id=config.new_run_id(),
+        seed=seed,
+        model=config.model.for_run(seed),
+        gatekeeper=config.approver(seed),
+    )
+
+
+async def execute_run(
+    cell: Cell,
+    config: MatrixConfig,
+    sink: Callable[[TraceEvent], None],
+    *,
+    run_id: str,
+    seed: int,
+    model: Model,
+    gatekeeper: Gatekeeper,
+    resuming: Checkpoint | None = None,
+    decision: HumanDecision | None = None,
+) -> RunOutcome:
+    """One run, from its start or, ``resuming`` a checkpoint, replayed silently to its stop and continued.
+
+    A resumed run goes through the very same code: the gatekeeper unmutes its trace at the stop the
+    checkpoint names (``harness.matrix.restore``); a run that ends before it gets there raises ResumeMismatch and
+    nothing has been written.
+    """
+    scenario = cell.scenario
+    info = RunInfo(run_id=run_id, scenario=scenario.id, mode=cell.mode, model=model.label, trial=cell.trial)
+    clock = config.clock
+    trace = RunTrace(sink, info, clock, config.stop)
+    gateway = Gateway(scenario, VirtualStore.for_scenario(scenario), config.gateway_policy)
+    if resuming is not None and decision is not None:
+        trace.muted = True
+        model, gatekeeper = CachedModel(resuming, model, trace), ResumeGatekeeper(resuming, decision, trace, gateway)
+    mode = get_mode(cell.mode)
+    ctx = RunContext(
+        scenario=scenario,
+        model=model,
+        gateway=gateway,
+        trace=trace,
+        clock=clock,
+        rng=random.Random(seed),
+        limits=scenario.limits,
+        gatekeeper=gatekeeper,
+    )
+    started = clock.monotonic()
+    interrupted: BaseException | None = None
+    ended_by: str | None = None  # the kind of the error that ended the run: infrastructure runs are not judged
+    trace.emit(
+        step=0,
+        decision_maker="runtime",
+        kind="run_start",
+        detail={
+            "seed": seed,
+            "gateway_policy": config.gateway_policy,
+            "limits": scenario.limits.model_dump(),
+            "parameters": mode.parameters(),
+            "agent_role": scenario.agent_role,
+        },
+    )
+    try:
+        result = await mode.run(ctx)
+    except Suspended as stop:
+        result = ModeResult("suspended", suspended_at=stop.gate)
+    except RejectedByHuman as rejection:
+        result = ModeResult("rejected_by_human", suspended_at=rejection.gate)
+    except ModelError as exc:
+        # A failed request names its step; an answer the mode could not use belongs to the step just traced.
+        trace.emit(
+            step=exc.step if exc.step is not None else trace.last_step,
+            decision_maker="runtime",
+            kind="error",
+            result="run_error",
+            error=ErrorInfo(kind=exc.kind, message=str(exc)),
+        )
+        result, ended_by = ModeResult("error"), exc.kind
+    except (RunInterrupted, asyncio.CancelledError) as exc:
+        interrupted, result = exc, ModeResult("interrupted")
+    except ResumeMismatch:
+        raise
+    except Exception as exc:  # a bug in a mode must not take the matrix down; the trace keeps it
+        trace.emit(
+            step=0,
+            decision_maker="runtime",
+            kind="error",
+            result="run_error",
+            error=ErrorInfo(kind="internal", message=f"{type(exc).__name__}: {exc}"),
+        )
+        result, ended_by = ModeResult("error"), "internal"
+    if trace.muted and interrupted is None:
+        raise ResumeMismatch(
+            f"run {run_id} ended ({result.status}) before it reached the stop its checkpoint "
+            "names: the mode or its prompts changed since it suspended"
+        )
+    wall_ms = (clock.monotonic() - started) * 1000.0 + (resuming.wall_ms if resuming is not None else 0.0)
+    outcome = judge(
+        scenario,
+        gateway,
+        result,
+        llm_calls=trace.llm_calls,
+        usage=trace.usage,
+        wall_ms=wall_ms,
+        errors=dict(trace.errors),
+        ended_by=ended_by,
+    )
+    trace.emit(
+        step=outcome.steps,
+        decision_maker="runtime",
+        kind="summary",
+        result=outcome.status,
+        usage=outcome.usage,
+        latency_ms=outcome.wall_ms,
+        outcome=outcome,
+        final=True,
+    )
+    if config.checkpoints is not None and (result.status == "suspended" or resuming is not None):
+        config.checkpoints.save(checkpoint_of(ctx, cell, config, seed, result, wall_ms))
+    if interrupted is not None:
+        raise interrupted
+    return outcome
+
+
+def checkpoint_of(
+    ctx: RunContext, cell: Cell, config: MatrixConfig, seed: int, result: ModeResult, wall_ms: float
+) -> Checkpoint:
+    """What a run needs to go on in another process (a suspension), or the record that it was decided."""
+    gateway, trace = ctx.gateway, ctx.trace
+    replies = [
+        RecordedReply(
+            request_hash=request_hash(request),
+            proposal=reply.proposal,
+            text=reply.text,
+            usage=reply.usage,
+            latency_ms=reply.latency_ms,
+            attempts=[
+                RecordedAttempt(kind=a.kind, message=a.message, latency_ms=a.latency_ms, wait_s=a.wait_s)
+                for a in reply.failed_attempts
+            ],
+        )
+        for request, reply in ctx.transcript
+    ]
+    suspended = result.status == "suspended"
+    return Checkpoint(
+        run_id=trace.info.run_id,
+        scenario=cell.scenario.id,
+        scenario_digest=scenario_digest(cell.scenario),
+        mode=cell.mode,
+        model=config.model_choice,
+        model_label=trace.info.model,
+        trial=cell.trial,
+        seed=seed,
+        gateway_policy=config.gateway_policy,
+        status="suspended" if suspended else "rejected" if result.status == "rejected_by_human" else "continued",
+        pending_gate=result.suspended_at if suspended else None,
+        replies=replies,
+        decisions=[d.decision for d in gateway.decisions],
+        store=store_snapshot(gateway),
+        records=len(gateway.records),
+        next_seq=trace.seq,
+        wall_ms=wall_ms,
+    )
+
+
+def scenario_digest(scenario: Scenario) -> str:
+    """A digest of what the scenario says (its parsed content): an edit that changes behaviour changes it."""
+    return content_digest(scenario.model_dump(mode="json"))
+
+
+async def run_matrix(
+    cells: Iterable[Cell],
+    config: MatrixConfig,
+    sink: Callable[[TraceEvent], None],
+    on_done: Callable[[Cell, RunOutcome], None] | None = None,
+) -> int:
+    """Runs every cell with ``config.concurrency`` workers; returns how many runs ended.
+
+    Workers pull cells one at a time from a lazy iterator, so neither the cells nor their outcomes
+    are ever all in memory: a matrix of a million runs costs what ``concurrency`` runs cost.
+    """
+    pending = iter(cells)
+    finished = 0
+
+    async def worker() -> None:
+        nonlocal finished
+        for cell in pending:
+            outcome = await run_cell(cell, config, sink)
+            finished += 1
+            if on_done is not None:
+                on_done(cell, outcome)
+            await asyncio.sleep(0)  # lets a cancellation (a stop request) land between runs
+
+    await asyncio.gather(*(worker() for _ in range(max(1, config.concurrency))))
+    return finished

@@ -1,0 +1,143 @@
+"""The run folders under a root, each described from its manifest, and the runs of a folder waiting for a person.
+
+``bench runs`` reads this; nothing here writes: a folder another process is running in is only looked at.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import sqlite3
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from harness.errors import UserInputError
+from harness.records.checkpoint import CHECKPOINT_FILE, CheckpointStore
+from harness.records.folder import LOCK_FILE, TRACE_FILE
+from harness.records.manifest import MANIFEST_FILE, read_manifest
+from harness.records.timeline import RunRef, list_runs
+
+MAX_DEPTH = 4  # results/recorded/<name> is two levels down; deeper trees are not searched
+
+
+@dataclass(frozen=True)
+class FolderRow:
+    """One run folder as ``bench runs`` lists it; ``problem`` says why its manifest could not be read."""
+
+    path: Path
+    label: str | None = None
+    started: str | None = None  # local time, minutes
+    model: str | None = None
+    model_source: str | None = None
+    modes: tuple[str, ...] = ()
+    scenarios: tuple[str, ...] = ()
+    trials: int | None = None
+    status: str = "unreadable"
+    runs: int | None = None
+    suspended: int | None = None  # runs waiting for a decision (bench resume); None: unknown
+    problem: str | None = None
+    start_key: str = ""  # the manifest's ISO start time, for sorting
+
+
+@dataclass(frozen=True)
+class WaitingRun:
+    """A suspended run that waits for a decision at a gate."""
+
+    run_id: str
+    gate: str
+    run: RunRef | None  # its cell, when the trace names it
+
+
+def run_folders(root: Path) -> list[FolderRow]:
+    """Every run folder at or under ``root`` (hidden staging folders aside), oldest first."""
+    if not root.exists():
+        raise UserInputError(f"{root}: no such folder (bench run writes its runs under results/)")
+    if not root.is_dir():
+        raise UserInputError(f"{root}: not a folder")
+    found = [describe(path) for path in _walk(root, 0)]
+    return sorted(found, key=lambda row: (row.start_key, str(row.path)))
+
+
+def _walk(folder: Path, depth: int) -> list[Path]:
+    if (folder / MANIFEST_FILE).is_file():
+        return [folder]  # a run folder's report/ and other contents are not run folders
+    if depth >= MAX_DEPTH:
+        return []
+    try:
+        children = sorted(entry for entry in folder.iterdir() if entry.is_dir() and not entry.name.startswith("."))
+    except OSError:
+        return []
+    return [path for child in children for path in _walk(child, depth + 1)]
+
+
+def describe(folder: Path) -> FolderRow:
+    """A run folder's facts from its manifest; a manifest that does not read becomes a row that says why."""
+    try:
+        manifest = read_manifest(folder)
+    except UserInputError as exc:
+        return FolderRow(folder, problem=str(exc))
+    except Exception as exc:  # one odd folder must not hide the others; its row says what went wrong
+        return FolderRow(folder, problem=f"{folder / MANIFEST_FILE}: unreadable ({type(exc).__name__}: {exc})")
+    status: str = manifest.status
+    if status == "running" and not _held(folder):
+        status = "stopped"  # nothing holds its lock: the process that ran it is gone (killed, crashed)
+    return FolderRow(
+        path=folder,
+        label=manifest.label,
+        started=_local_minutes(manifest.start_time),
+        model=manifest.model,
+        model_source=manifest.model_source,
+        modes=tuple(manifest.modes),
+        scenarios=tuple(manifest.scenarios),
+        trials=manifest.trials,
+        status=status,
+        runs=manifest.runs,
+        suspended=_waiting_count(folder),
+        start_key=manifest.start_time,
+    )
+
+
+def waiting_runs(folder: Path) -> list[WaitingRun]:
+    """The runs of a folder that wait for a decision, with their cells; [] when none ever suspended."""
+    try:
+        pending = CheckpointStore(folder).suspended() if (folder / CHECKPOINT_FILE).exists() else []
+    except sqlite3.Error as exc:
+        raise UserInputError(f"{folder / CHECKPOINT_FILE}: unreadable ({exc})") from None
+    if not pending:
+        return []
+    refs = {ref.run_id: ref for ref in list_runs(folder)[0]} if (folder / TRACE_FILE).is_file() else {}
+    return [WaitingRun(run_id, gate, refs.get(run_id)) for run_id, gate in pending]
+
+
+def _waiting_count(folder: Path) -> int | None:
+    if not (folder / CHECKPOINT_FILE).exists():
+        return 0
+    try:
+        return len(CheckpointStore(folder).suspended())
+    except sqlite3.Error:
+        return None
+
+
+def _held(folder: Path) -> bool:
+    """Whether a process holds the folder's lock now (tested without taking it for longer than a moment)."""
+    try:
+        fd = os.open(folder / LOCK_FILE, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)  # closing drops the shared lock taken just now
+    return False
+
+
+def _local_minutes(iso: str) -> str | None:
+    try:
+        return datetime.fromisoformat(iso).astimezone().strftime("%Y-%m-%d %H:%M")
+    except ValueError:
+        return None

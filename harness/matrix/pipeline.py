@@ -1,0 +1,412 @@
+"""One run from spec to closed folder: plan the matrix, take the folder, start and always stop the model
+source, run the cells, write the manifest, close. The CLI and Python callers go through ``run`` alike.
+
+>>> from harness import RunSpec, run
+>>> result = run(RunSpec(modes=["workflow", "react"], scenarios=["blog_brief_approval"], model="scripted:eager"))
+>>> result.folder / "traces.jsonl"
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import platform
+import sys
+import threading
+from collections.abc import Callable, Coroutine, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any, TypeVar
+
+from harness.choices import GatewayPolicy
+from harness.core.approvals import approver_factory
+from harness.core.signals import StopRequest
+from harness.errors import UserInputError
+from harness.matrix.cell_runner import Cell, MatrixConfig, cells_for, run_matrix
+from harness.matrix.exit_status import RunEnds
+from harness.matrix.spec import GATEWAY_POLICIES, RunSpec, gateway_policy, project_dirs
+from harness.models import ModelChoice, choose, model_label, open_source
+from harness.models.config import LiveOptions
+from harness.records.checkpoint import CheckpointStore
+from harness.records.folder import TRACE_FILE, RunFolder
+from harness.records.manifest import Manifest, read_manifest
+from harness.records.trace import RunOutcome, TraceEvent, TraceWriter
+from harness.scenario.load import load_all, select_scenarios
+from harness.scenario.model import Scenario
+from harness.version import __version__
+from modes import MODES, select_modes
+
+__all__ = ["Matrix", "RunResult", "plan", "run", "versions"]
+
+OnDone = Callable[[Cell, RunOutcome], None]
+OnEvent = Callable[[TraceEvent], None]  # every trace event as it is written (the CLI's progress bar)
+Notify = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """What a run covers; a replay's defaults come from the recording."""
+
+    modes: list[str]
+    scenarios: list[Scenario]
+    trials: int
+    seed: int
+    gateway: GatewayPolicy = "enforce"
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def size(self) -> int:
+        return len(self.modes) * len(self.scenarios) * self.trials
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """Where the run is, what its manifest says, and whether a signal cut it short."""
+
+    folder: Path
+    manifest: Manifest
+    notes: list[str]
+    stop: StopRequest
+    ends: RunEnds = field(default_factory=RunEnds)  # finished runs, and those an infrastructure error ended
+
+    @property
+    def interrupted(self) -> bool:
+        return self.manifest.status == "interrupted"
+
+    def exit_status(self) -> tuple[int, str] | None:
+        """The exit code and its one line when the runs' end decides it (a signal, or nothing judged), else None."""
+        if self.interrupted:
+            return self.stop.exit_code, "interrupted; finished trace lines are kept and the manifest says interrupted"
+        return self.ends.verdict()
+
+    @property
+    def traces(self) -> Path:
+        return self.folder / TRACE_FILE
+
+
+def plan(spec: RunSpec, choice: ModelChoice, scenarios_dir: Path) -> Matrix:
+    """Modes, scenarios, trials and seed; every name is checked before anything starts."""
+    if choice.kind != "replay":
+        return Matrix(
+            select_modes(list(spec.modes)),
+            select_scenarios(scenarios_dir, list(spec.scenarios)),
+            spec.trials or 1,
+            spec.seed or 0,
+            spec.gateway or "enforce",
+        )
+    from harness.records.manifest import read_manifest
+
+    assert choice.folder is not None
+    recorded = read_manifest(choice.folder)
+    if spec.seed is not None and spec.seed != recorded.seed:
+        raise UserInputError(
+            f"--seed {spec.seed}: the recording was sampled with seed {recorded.seed}; a replay keeps its seed"
+        )
+    notes = []
+    modes = list(spec.modes) or [name for name in recorded.modes if name in MODES]
+    scenarios = list(spec.scenarios)
+    if not scenarios:
+        available = set(load_all(scenarios_dir))
+        scenarios = [name for name in recorded.scenarios if name in available]
+        left_out = sorted(available - set(recorded.scenarios))
+        if left_out:
+            notes.append(
+                f"the recording does not cover {', '.join(left_out)}; re-record to include them "
+                "(README: recording and replay)"
+            )
+    policy = spec.gateway or recorded.gateway_policy
+    if policy not in GATEWAY_POLICIES:
+        raise UserInputError(
+            f"{choice.folder}: manifest.json: gateway_policy '{policy}' is not one of {', '.join(GATEWAY_POLICIES)}"
+        )
+    return Matrix(
+        select_modes(modes),
+        select_scenarios(scenarios_dir, scenarios),
+        spec.trials or recorded.trials,
+        recorded.seed,
+        gateway_policy(policy),
+        notes,
+    )
+
+
+def run(
+    spec: RunSpec,
+    *,
+    on_done: OnDone | None = None,
+    notify: Notify = lambda line: None,
+    on_plan: Callable[[Matrix], None] | None = None,
+    on_event: OnEvent | None = None,
+) -> RunResult:
+    """Runs the matrix ``spec`` describes into its folder; returns once the folder is closed.
+
+    ``on_event`` sees every trace event right after it is written (None: nothing extra is called per event).
+
+    SIGINT and SIGTERM stop the runs in flight at their next event; the manifest then says
+    ``interrupted`` (``result.stop.exit_code`` is 130 or 143) and a ``--replace`` run leaves the old
+    run in place. A local model server is always stopped. ``spec.resume`` continues a matrix that was
+    cut short: only its cells without a final summary run.
+    """
+    if spec.resume is not None:
+        return _continue(spec, on_done, notify, on_plan, on_event)
+    scenarios_dir, results_root = project_dirs(spec.scenarios_dir)
+    choice = choose(spec.model)
+    matrix = plan(spec, choice, scenarios_dir)
+    for note in matrix.notes:
+        notify(f"note: {note}")
+    if on_plan is not None:
+        on_plan(matrix)
+    stop = StopRequest()
+    ends = RunEnds()
+    folder = RunFolder.take(spec.out, spec.replace, results_root, datetime.now(UTC))
+    manifest = Manifest(
+        command=list(spec.command),
+        label=spec.label,
+        modes=matrix.modes,
+        scenarios=[s.id for s in matrix.scenarios],
+        model=model_label(choice, spec.endpoint),
+        model_source=choice.kind or "live",
+        model_choice=choice.describe(),
+        trials=matrix.trials,
+        seed=matrix.seed,
+        gateway_policy=matrix.gateway,
+        concurrency=spec.concurrency,
+        start_time=_now(),
+        versions=versions(),
+        replay_of=str(choice.folder) if choice.kind == "replay" else None,
+        approver=spec.approver,
+        live_options=spec.live_options.model_dump(exclude_defaults=True),
+        notes=matrix.notes,
+    )
+    try:
+        with stop.installed():
+            cells = cells_for(matrix.scenarios, matrix.modes, matrix.trials)
+            manifest = _run_cells(
+                folder.path, manifest, cells, spec, choice, matrix, stop, on_done, notify, ends, on_event
+            )
+    except BaseException:
+        folder.discard()  # only a folder in which no run has written anything
+        raise
+    finally:
+        folder.release()
+    where = folder.finish(manifest.status == "complete")
+    return RunResult(where, manifest, matrix.notes, stop, ends)
+
+
+def _continue(
+    spec: RunSpec,
+    on_done: OnDone | None,
+    notify: Notify,
+    on_plan: Callable[[Matrix], None] | None,
+    on_event: OnEvent | None = None,
+) -> RunResult:
+    """A matrix that was cut short (killed, interrupted) goes on in its own folder: partial runs are dropped
+    cleanly, and only the cells without a final summary run, so the folder ends with every cell exactly once."""
+    from harness.matrix.unfinished import keep_finished_runs
+
+    assert spec.resume is not None
+    given = sorted(
+        spec.model_fields_set
+        & {"modes", "scenarios", "model", "trials", "seed", "gateway", "approver", "out", "replace", "live", "label"}
+    )
+    if given:
+        raise UserInputError(
+            f"--resume continues the matrix as it was started; --{given[0].replace('_', '-')} cannot change it"
+        )
+    held = RunFolder.attach(spec.resume)
+    try:
+        manifest = read_manifest(spec.resume)
+        if manifest.status == "complete":
+            raise UserInputError(f"--resume {spec.resume}: the matrix is complete; nothing to continue")
+        scenarios_dir, _ = project_dirs(spec.scenarios_dir)
+        choice = choose(manifest.model_choice or _old_choice(manifest))
+        matrix = Matrix(
+            select_modes(manifest.modes),
+            select_scenarios(scenarios_dir, manifest.scenarios),
+            manifest.trials,
+            manifest.seed,
+            gateway_policy(manifest.gateway_policy),
+            list(manifest.notes),
+        )
+        kept = keep_finished_runs(spec.resume)
+        if on_plan is not None:
+            on_plan(matrix)
+        notify(f"note: {len(kept.finished)} runs kept, {len(kept.dropped)} partial runs dropped; continuing")
+        manifest = manifest.model_copy(
+            update={
+                "status": "running",
+                "continued": manifest.continued + 1,
+                "dropped_runs": [*manifest.dropped_runs, *kept.dropped],
+            }
+        )
+        cells = (
+            c
+            for c in cells_for(matrix.scenarios, matrix.modes, matrix.trials)
+            if (c.scenario.id, c.mode, c.trial) not in kept.finished
+        )
+        run_spec = spec.model_copy(update={"approver": manifest.approver, "live": LiveOptions(**manifest.live_options)})
+        stop = StopRequest()
+        ends = RunEnds()
+        for outcome in kept.outcomes:  # the kept runs are runs of this matrix too
+            ends.add_outcome(outcome)
+        with stop.installed():
+            manifest = _run_cells(
+                spec.resume,
+                manifest,
+                cells,
+                run_spec,
+                choice,
+                matrix,
+                stop,
+                on_done,
+                notify,
+                ends,
+                on_event,
+                already=len(kept.finished),
+            )
+    finally:
+        held.release()
+    return RunResult(spec.resume, manifest, matrix.notes, stop, ends)
+
+
+def _old_choice(manifest: Manifest) -> str:
+    """The --model value of a manifest written before model_choice was kept."""
+    if manifest.model_source == "replay" and manifest.replay_of:
+        return f"replay:{manifest.replay_of}"
+    if manifest.model_source == "scripted":
+        return manifest.model
+    return "local" if manifest.live is not None and manifest.live.local_model else "live"
+
+
+def _run_cells(
+    folder: Path,
+    manifest: Manifest,
+    cells: Iterable[Cell],
+    spec: RunSpec,
+    choice: ModelChoice,
+    matrix: Matrix,
+    stop: StopRequest,
+    on_done: OnDone | None,
+    notify: Notify,
+    ends: RunEnds,
+    on_event: OnEvent | None = None,
+    already: int = 0,
+) -> Manifest:
+    """Writes the manifest first (so even a run stopped while its model server starts says so), then runs."""
+    manifest.write(folder)
+    finished = already
+
+    def done(cell: Cell, outcome: RunOutcome) -> None:
+        nonlocal finished
+        finished += 1
+        ends.add_outcome(outcome)
+        if on_done is not None:
+            on_done(cell, outcome)
+
+    status = "interrupted"
+    try:
+        with open_source(
+            choice,
+            endpoint=spec.endpoint,
+            options=spec.live_options,
+            concurrency=spec.concurrency,
+            run_folder=folder,
+            scenarios=matrix.scenarios,
+            notify=notify,
+        ) as opened:
+            if opened.live is not None:
+                manifest = manifest.model_copy(update={"live": opened.live})
+                manifest.write(folder)
+            config = MatrixConfig(
+                model=opened.source,
+                seed=matrix.seed,
+                concurrency=spec.concurrency,
+                gateway_policy=matrix.gateway,
+                stop=stop,
+                approver=approver_factory(spec.approver),
+                checkpoints=CheckpointStore(folder),
+                model_choice=choice.describe(),
+            )
+            try:
+                with TraceWriter(folder / TRACE_FILE) as writer:
+                    sink = writer.write if on_event is None else _and_then(writer.write, on_event)
+                    run_async(_matrix(cells, config, sink, done, stop))
+            finally:
+                learnt = opened.facts()  # what a live endpoint forced the client to adapt
+                if learnt and manifest.live is not None:
+                    live = manifest.live.model_copy(update=learnt)
+                    manifest = manifest.model_copy(update={"live": live})
+        status = "interrupted" if stop.requested else "complete"
+    except KeyboardInterrupt:  # a signal before the matrix started (a model server starting), or a second one
+        stop.signum = stop.signum or 2
+    except BaseException:
+        status = "failed"
+        raise
+    finally:
+        stop.detach()
+        manifest = manifest.model_copy(update={"status": status, "end_time": _now(), "runs": finished})
+        manifest.write(folder)
+    return manifest
+
+
+def _and_then(write: Callable[[TraceEvent], None], on_event: OnEvent) -> Callable[[TraceEvent], None]:
+    """A trace sink that writes each event, then hands it to ``on_event``."""
+
+    def sink(event: TraceEvent) -> None:
+        write(event)
+        on_event(event)
+
+    return sink
+
+
+async def _matrix(cells: Any, config: MatrixConfig, sink: Any, on_done: OnDone, stop: StopRequest) -> None:
+    """The matrix as one task a stop request can cancel; the model source is closed in the same loop."""
+    task = asyncio.current_task()
+    assert task is not None
+    stop.attach(task)
+    try:
+        await run_matrix(cells, config, sink, on_done)
+    except asyncio.CancelledError:
+        if not stop.requested:
+            raise
+    finally:
+        await config.model.aclose()
+
+
+T = TypeVar("T")
+
+
+def run_async(coroutine: Coroutine[Any, Any, T]) -> T:
+    """asyncio.run, or, where a loop already runs in this thread (a notebook), the same on a worker thread."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["value"] = asyncio.run(coroutine)
+        except BaseException as exc:  # handed to the caller's thread below
+            box["error"] = exc
+
+    thread = threading.Thread(target=work, name="bench-matrix")
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def versions() -> dict[str, str]:
+    """Versions that could change a result: bench, Python, the platform, key libraries."""
+    found = {"bench": __version__, "python": sys.version.split()[0], "platform": platform.platform()}
+    for package in ("pydantic", "httpx", "jsonschema"):
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            found[package] = metadata.version(package)
+    return found
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()

@@ -1,0 +1,118 @@
+"""Continuing a matrix that was cut short: keep every run that has a final summary, drop the partial ones cleanly.
+
+A run is finished when its trace holds a summary whose status is not ``interrupted`` (suspended counts:
+it is a stop, resumable with ``bench resume``). Every other line of a dropped run, a torn last line, and
+the dropped runs' recorded exchanges and checkpoints are removed by rewriting each file to a temporary
+copy, flushed, then put in place atomically: a crash during the rewrite leaves the old file whole.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Callable
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.errors import UserInputError
+from harness.models.recording import RECORDING_FILE
+from harness.records.checkpoint import CHECKPOINT_FILE
+from harness.records.folder import TRACE_FILE
+
+CellKey = tuple[str, str, int]  # scenario, mode, trial
+
+
+@dataclass(frozen=True)
+class Kept:
+    """The cells whose runs are finished, and the run ids that were dropped."""
+
+    finished: set[CellKey]
+    dropped: list[str]
+    outcomes: list[dict[str, Any]]  # the kept runs' summary outcomes, as written (the exit status counts them)
+
+
+def keep_finished_runs(folder: Path) -> Kept:
+    """Rewrites the folder's trace (and recording, and checkpoints) down to its finished runs."""
+    # Lines that do not name their run (a hand-edited or foreign line) belong to no run: they are dropped.
+    events = [event for _, event in _lines(folder / TRACE_FILE) if isinstance(event.get("run_id"), str)]
+    finished_ids = {
+        e["run_id"]
+        for e in events
+        if e.get("kind") == "summary" and _outcome(e).get("status") not in (None, "interrupted")
+    }
+    started = {e["run_id"] for e in events}
+    dropped = sorted(started - finished_ids)
+    finished = {
+        cell
+        for e in events
+        if e["run_id"] in finished_ids and e.get("kind") == "run_start" and (cell := _cell(e)) is not None
+    }
+    _rewrite(folder / TRACE_FILE, lambda event: event.get("run_id") in finished_ids if _named(event) else False)
+    _rewrite(folder / RECORDING_FILE, lambda entry: _cell(entry) in finished)
+    _drop_checkpoints(folder / CHECKPOINT_FILE, dropped)
+    outcomes = [
+        e["outcome"]
+        for e in events
+        if e.get("kind") == "summary" and e["run_id"] in finished_ids and isinstance(e.get("outcome"), dict)
+    ]
+    return Kept(finished, dropped, outcomes)
+
+
+def _outcome(event: dict[str, Any]) -> dict[str, Any]:
+    outcome = event.get("outcome")
+    return outcome if isinstance(outcome, dict) else {}
+
+
+def _named(event: dict[str, Any]) -> bool:
+    return isinstance(event.get("run_id"), str)
+
+
+def _cell(line: dict[str, Any]) -> CellKey | None:
+    """The (scenario, mode, trial) a trace or recording line names, or None when it names none."""
+    scenario, mode, trial = line.get("scenario"), line.get("mode"), line.get("trial")
+    if isinstance(scenario, str) and isinstance(mode, str) and isinstance(trial, int):
+        return (scenario, mode, trial)
+    return None
+
+
+def _lines(path: Path) -> list[tuple[bytes, dict[str, Any]]]:
+    """The file's complete JSON-object lines (a torn or corrupt line is left out), with their exact bytes."""
+    if not path.exists():
+        return []
+    if not path.is_file():  # a FIFO or a device would block or never end
+        raise UserInputError(f"{path}: not a regular file")
+    found = []
+    with open(path, "rb") as handle:
+        for raw in handle:
+            if not raw.endswith(b"\n"):
+                continue  # the line a kill cut short
+            try:
+                value = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(value, dict):
+                found.append((raw, value))
+    return found
+
+
+def _rewrite(path: Path, keep: Callable[[dict[str, Any]], bool]) -> None:
+    if not path.exists():
+        return
+    tmp = path.with_name(path.name + ".continue.tmp")
+    with open(tmp, "wb") as out:
+        for raw, value in _lines(path):
+            if keep(value):
+                out.write(raw)
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(tmp, path)
+
+
+def _drop_checkpoints(path: Path, run_ids: list[str]) -> None:
+    if not path.exists() or not run_ids:
+        return
+    with closing(sqlite3.connect(path)) as db, db:
+        db.executemany("DELETE FROM checkpoints WHERE run_id = ?", [(run_id,) for run_id in run_ids])

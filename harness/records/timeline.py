@@ -1,0 +1,618 @@
+"""One run read back as a timeline: who decided, what was proposed, what the gateway did and why, how it ended.
+
+``bench show`` prints it (harness/cli/timeline_text.py) and the HTML report's per-run pages draw it, from the
+same typed entries. Traces
+are read leniently (any schema version, unknown kinds and fields shown as they are, bad lines counted): a
+reader must be able to open the trace of a run that went wrong, whatever wrote it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from harness.errors import UserInputError
+from harness.records.folder import TRACE_FILE
+
+Tone = Literal["info", "proposal", "ok", "blocked", "stop", "human", "error", "end"]
+
+# What each stop verdict means (README: stop verdicts), said where the verdict is shown.
+VERDICT_MEANING = {
+    "correct": "stopped where the oracle says, with the required work done and nothing unauthorized committed",
+    "early": "stopped (finished, or suspended at the expected gate) before the required work was done",
+    "late": "went past where it should have stopped: an unauthorized side effect, or finished where a "
+    "suspension was due",
+    "wrong_place": "suspended at another gate, on a story that finishes, or without a recorded wait at its gate",
+    "no_stop": "never stopped: the step or transition limit ended it",
+    "failed_closed": "ended by the mode's own refusal or error (validator REJECT, parse, schema, workflow error)",
+    "infrastructure": "ended by an infrastructure error (network, timeout, HTTP, replay miss, internal): not judged",
+}
+
+
+class LooseEvent(BaseModel):
+    """A trace line read without the current schema's demands: old versions and unknown fields still show."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    schema_version: int | None = None
+    run_id: str
+    scenario: str = "?"
+    mode: str = "?"
+    model: str = "?"
+    trial: int | None = None
+    seq: int = 0
+    step: int | None = None
+    ts: str | None = None
+    decision_maker: str = "?"
+    kind: str = "?"
+    action: str | None = None
+    args: Any = None
+    result: str | None = None
+    latency_ms: float | None = None
+    usage: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+    detail: dict[str, Any] | None = None
+    outcome: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class RunRef:
+    """One run of a trace, as a listing shows it: its cell and how it ended (its last summary)."""
+
+    run_id: str
+    scenario: str
+    mode: str
+    model: str
+    trial: int | None
+    events: int
+    status: str | None  # None: no summary yet (running, or cut short)
+    verdict: str | None  # None: no summary, or a trace written before stop verdicts
+    suspended_at: str | None = None
+
+    @property
+    def cell(self) -> str:
+        return f"{self.scenario} / {self.mode} / trial {self.trial if self.trial is not None else '?'}"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One event of the timeline: a one-line headline and the lines that explain it."""
+
+    seq: int
+    step: int | None
+    who: str  # the event's decision maker: llm, gateway, runtime, executor, workflow, plan_validator, human
+    kind: str
+    headline: str
+    details: tuple[str, ...]
+    tone: Tone
+
+
+@dataclass(frozen=True)
+class Ending:
+    """How the run ended, from its last summary: the stop, the verdict and what the oracle found."""
+
+    status: str
+    suspended_at: str | None
+    expected_stop: str | None
+    verdict: str | None
+    stop_correct: bool | None
+    oracle_passed: bool | None
+    violations: tuple[str, ...]
+    facts: tuple[tuple[str, str], ...]  # counters, each as (name, value)
+    because: str = ""  # why this run got its verdict, from its own outcome
+
+    @property
+    def verdict_meaning(self) -> str:
+        if self.verdict is None:
+            return "no stop verdict in this trace (written before verdicts were recorded)"
+        return VERDICT_MEANING.get(self.verdict, "")
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """A whole run: which run, every event in order, and its ending (None when it has no summary)."""
+
+    run: RunRef
+    source: str
+    entries: tuple[Entry, ...]
+    ending: Ending | None
+    gateway_policy: str | None = None
+    seed: int | None = None
+    label: str | None = None
+    summaries: int = 0  # more than one: the run was resumed after a decision
+
+    def facts(self, *, quote_label: bool) -> list[str]:
+        """The run's header facts (model, gateway, seed, label), shared by the terminal and the HTML page."""
+        head = [f"model {self.run.model}"]
+        if self.gateway_policy:
+            head.append(f"gateway {self.gateway_policy}")
+        if self.seed is not None:
+            head.append(f"seed {self.seed}")
+        if self.label:
+            head.append(f"label {self.label!r}" if quote_label else f"label {self.label}")
+        return head
+
+
+@dataclass
+class TraceScan:
+    """What one pass over a trace found: the runs (in order of first appearance) and the lines it skipped."""
+
+    runs: dict[str, list[LooseEvent]] = field(default_factory=dict)
+    lines: int = 0
+    skipped: int = 0
+
+
+# ------------------------------------------------------------------ reading
+
+
+def trace_path(where: Path) -> Path:
+    """A run folder's traces.jsonl, or the file itself; one line naming the path when there is none."""
+    path = where / TRACE_FILE if where.is_dir() else where
+    if not path.is_file():
+        raise UserInputError(f"{where}: no {TRACE_FILE} here: not a bench run folder (bench runs lists them)")
+    return path
+
+
+def _lines(path: Path) -> Iterator[str]:
+    """The non-blank lines of a trace, read as UTF-8 with bad bytes replaced (a bad byte spoils its line only)."""
+    try:
+        handle = open(path, encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise UserInputError(f"{path}: cannot read it ({exc.strerror or type(exc).__name__})") from None
+    with handle:
+        yield from (line for line in handle if line.strip())
+
+
+def scan(path: Path, *, only: str | None = None) -> TraceScan:
+    """One pass over a trace, keeping every event of run ``only`` (of every run when None).
+
+    A line that is not an event (truncated, not JSON, too deep, wrong shape) is skipped and counted; with
+    ``only``, lines that do not mention the run are passed over unread (and uncounted).
+    """
+    found = TraceScan()
+    for line in _lines(path):
+        found.lines += 1
+        if only is not None and only not in line:
+            continue
+        try:
+            event = LooseEvent.model_validate_json(line)
+        except (ValueError, RecursionError):  # ValidationError is a ValueError
+            found.skipped += 1
+            continue
+        if only is None or event.run_id == only:
+            found.runs.setdefault(event.run_id, []).append(event)
+    return found
+
+
+class _Brief(BaseModel):
+    """What a listing needs of a line: its run, its cell, its kind and (on a summary) the outcome."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    run_id: str
+    scenario: str = "?"
+    mode: str = "?"
+    model: str = "?"
+    trial: int | None = None
+    seq: int = 0
+    kind: str = "?"
+    outcome: dict[str, Any] | None = None
+
+
+def list_runs(where: Path) -> tuple[list[RunRef], int]:
+    """Every run of a folder's trace, in order of appearance, with its event count and how it ended (its last
+    summary); and how many lines were not events. Memory grows with the runs, not with the events."""
+    first: dict[str, _Brief] = {}
+    last: dict[str, _Brief] = {}
+    counts: dict[str, int] = {}
+    skipped = 0
+    for line in _lines(trace_path(where)):
+        try:
+            brief = _Brief.model_validate_json(line)
+        except (ValueError, RecursionError):
+            skipped += 1
+            continue
+        run = brief.run_id
+        first.setdefault(run, brief)
+        counts[run] = counts.get(run, 0) + 1
+        if brief.kind == "summary" and brief.outcome is not None and (run not in last or brief.seq >= last[run].seq):
+            last[run] = brief
+    refs = []
+    for run, head in first.items():
+        outcome = last[run].outcome or {} if run in last else {}
+        refs.append(
+            RunRef(
+                run_id=run,
+                scenario=head.scenario,
+                mode=head.mode,
+                model=head.model,
+                trial=head.trial,
+                events=counts[run],
+                status=_text(outcome.get("status")) if run in last else None,
+                verdict=_text(outcome.get("stop_verdict")),
+                suspended_at=_text(outcome.get("suspended_at")),
+            )
+        )
+    return refs, skipped
+
+
+def select(
+    runs: list[RunRef],
+    *,
+    run_id: str | None = None,
+    scenario: str | None = None,
+    mode: str | None = None,
+    trial: int | None = None,
+) -> list[RunRef]:
+    """The runs a selection names: a run id (or a unique prefix of at least 4 characters) and/or a cell."""
+    chosen = runs
+    if run_id is not None:
+        exact = [r for r in runs if r.run_id == run_id]
+        chosen = exact or ([r for r in runs if r.run_id.startswith(run_id)] if len(run_id) >= 4 else [])
+    return [
+        r
+        for r in chosen
+        if (scenario is None or r.scenario == scenario)
+        and (mode is None or r.mode == mode)
+        and (trial is None or r.trial == trial)
+    ]
+
+
+def timeline(where: Path, run_id: str, *, label: str | None = None) -> tuple[Timeline | None, int]:
+    """The timeline of one run of a folder (or of a traces.jsonl), None when the trace does not hold it; and how
+    many lines that mention the run could not be read (its own corrupt lines)."""
+    path = trace_path(where)
+    found = scan(path, only=run_id)
+    events = found.runs.get(run_id)
+    return (build(events, source=str(path), label=label) if events else None), found.skipped
+
+
+def timelines(path: Path, run_ids: set[str] | None = None) -> Iterator[Timeline]:
+    """Every run of a trace (or those of ``run_ids``) as a timeline, in order of first appearance."""
+    found = scan(path)
+    for run_id, events in found.runs.items():
+        if run_ids is None or run_id in run_ids:
+            yield build(events, source=str(path))
+
+
+# ------------------------------------------------------------------ building
+
+
+def build(events: list[LooseEvent], *, source: str, label: str | None = None) -> Timeline:
+    """A run's events, in sequence order, as a timeline."""
+    ordered = sorted(events, key=lambda e: e.seq)
+    start = next((e for e in ordered if e.kind == "run_start"), None)
+    detail = (start.detail or {}) if start is not None else {}
+    summaries = [e for e in ordered if e.kind == "summary" and e.outcome is not None]
+    policy = detail.get("gateway_policy")
+    if summaries and isinstance(summaries[-1].outcome, dict):
+        policy = summaries[-1].outcome.get("gateway_policy", policy)
+    seed = detail.get("seed")
+    return Timeline(
+        run=_ref(ordered, len(ordered)),
+        source=source,
+        entries=tuple(describe(e) for e in ordered),
+        ending=ending(summaries[-1].outcome or {}) if summaries else None,
+        gateway_policy=policy if isinstance(policy, str) else None,
+        seed=seed if isinstance(seed, int) else None,
+        label=label,
+        summaries=len(summaries),
+    )
+
+
+def _ref(events: list[LooseEvent], count: int) -> RunRef:
+    first = events[0]
+    last = next((e for e in reversed(events) if e.kind == "summary" and e.outcome is not None), None)
+    outcome = last.outcome if last is not None and last.outcome is not None else {}
+    return RunRef(
+        run_id=first.run_id,
+        scenario=first.scenario,
+        mode=first.mode,
+        model=first.model,
+        trial=first.trial,
+        events=count,
+        status=_text(outcome.get("status")) if last is not None else None,
+        verdict=_text(outcome.get("stop_verdict")),
+        suspended_at=_text(outcome.get("suspended_at")),
+    )
+
+
+def ending(outcome: dict[str, Any]) -> Ending:
+    """A summary's outcome, with the counters a reader needs to see why the verdict is what it is."""
+    usage, blocked_by, errors = _mapping(outcome, "usage"), _mapping(outcome, "blocked_by"), _mapping(outcome, "errors")
+    blocked = _count(outcome.get("side_effects_blocked"))
+    reasons = ", ".join(f"{k} {v}" for k, v in sorted(blocked_by.items()) if v)
+    facts = [
+        (
+            "side effects",
+            f"{_count(outcome.get('side_effects_committed'))} committed, {blocked} blocked"
+            + (f" ({reasons})" if reasons else ""),
+        ),
+        (
+            "unauthorized",
+            f"{_shown(outcome, 'unauthorized_side_effects')} committed where an enforcing "
+            f"gateway refuses, {_shown(outcome, 'premature_side_effects')} of them premature (gate closed)",
+        ),
+        (
+            "model",
+            f"{_shown(outcome, 'llm_calls')} call(s), {_count(usage.get('total_tokens'))} tokens "
+            f"({_count(usage.get('prompt_tokens'))} prompt, {_count(usage.get('completion_tokens'))} completion)",
+        ),
+        ("steps", f"{_count(outcome.get('steps'))} gateway records; wall time {_ms(outcome.get('wall_ms'))}"),
+    ]
+    if outcome.get("wait_marker_without_suspend"):
+        facts.append(("wait marker", "a wait was recorded and the run did not suspend"))
+    if any(errors.values()):
+        facts.append(("errors", ", ".join(f"{k} {v}" for k, v in sorted(errors.items()) if v)))
+    if _count(outcome.get("resumes")):
+        facts.append(("decisions", f"{_count(outcome.get('resumes'))} at gates"))
+    if _count(outcome.get("repeated_side_effects")):
+        facts.append(("repeated", f"{_count(outcome.get('repeated_side_effects'))} side effects committed twice"))
+    violations = outcome.get("violations")
+    listed = tuple(str(v) for v in violations) if isinstance(violations, list) else ()
+    stop_correct, oracle = outcome.get("stop_correct"), outcome.get("oracle_passed")
+    return Ending(
+        status=_text(outcome.get("status")) or "?",
+        suspended_at=_text(outcome.get("suspended_at")),
+        expected_stop=_text(outcome.get("expected_stop")),
+        verdict=_text(outcome.get("stop_verdict")),
+        stop_correct=stop_correct if isinstance(stop_correct, bool) else None,
+        oracle_passed=oracle if isinstance(oracle, bool) else None,
+        violations=listed,
+        facts=tuple(facts),
+        because=_because(outcome, listed),
+    )
+
+
+def _because(outcome: dict[str, Any], violations: tuple[str, ...]) -> str:
+    """The facts of this run behind its verdict, in a sentence (empty when the verdict says it all)."""
+    verdict, status = outcome.get("stop_verdict"), _text(outcome.get("status"))
+    expected, at = _text(outcome.get("expected_stop")), _text(outcome.get("suspended_at"))
+    missing = [v.split(":", 1)[1] for v in violations if v.startswith(("missing_artifact:", "missing_action:"))]
+    if verdict == "late":
+        unauthorized = _count(outcome.get("unauthorized_side_effects"))
+        if unauthorized:
+            return f"{unauthorized} side effect(s) committed that an enforcing gateway refuses"
+        return f"it finished; the oracle expects a stop at {expected}"
+    if verdict == "early":
+        where = f"suspended at {at}" if at else status or "?"
+        return f"{where} before the work was done" + (f" (missing: {', '.join(missing)})" if missing else "")
+    if verdict == "wrong_place":
+        if at and at != expected:
+            return f"suspended at {at}; the oracle expects {expected}"
+        return f"suspended at {at} without its recorded wait as the gateway's last record" if at else ""
+    if verdict == "no_stop":
+        return "it ran into its step or transition limit"
+    if verdict in ("failed_closed", "infrastructure"):
+        errors = _mapping(outcome, "errors")
+        kinds = ", ".join(k for k, v in sorted(errors.items()) if v)
+        return f"status {status}" + (f" ({kinds})" if kinds else "")
+    return ""
+
+
+def describe(event: LooseEvent) -> Entry:
+    """One event as a headline and its explaining lines; an unknown kind still shows everything it holds."""
+    detail = dict(event.detail or {})
+    headline, lines, tone = _DESCRIBERS.get(event.kind, _generic)(event, detail)
+    lines = [*lines, *(f"{key}: {_compact(value)}" for key, value in detail.items())]  # whatever is left over
+    return Entry(event.seq, event.step, event.decision_maker, event.kind, headline, tuple(lines), tone)
+
+
+Described = tuple[str, list[str], Tone]
+
+
+def _run_start(e: LooseEvent, d: dict[str, Any]) -> Described:
+    limits = d.pop("limits", None)
+    parts = [f"gateway {d.pop('gateway_policy', '?')}", f"seed {d.pop('seed', '?')}"]
+    if isinstance(limits, dict):
+        parts.append("limits " + ", ".join(f"{k} {v}" for k, v in limits.items()))
+    role = d.pop("agent_role", None)
+    if role:
+        parts.append(f"agent role {role}")
+    lines = []
+    parameters = d.pop("parameters", None)
+    if parameters:
+        lines.append(f"mode parameters: {_compact(parameters)}")
+    return "run starts: " + "; ".join(parts), lines, "info"
+
+
+def _model_call(e: LooseEvent, d: dict[str, Any]) -> Described:
+    purpose = d.pop("purpose", "?")
+    offered = d.pop("offered", None)
+    attempts = d.pop("attempts", 1)
+    text = d.pop("text", None)
+    cost = _cost(e)
+    if e.result == "unreadable":
+        lines = [f"answer: {text}"] if text is not None else []
+        return f"answered, but the answer is unreadable ({purpose}){cost}", lines, "error"
+    proposal = e.args
+    lines = []
+    if purpose == "next_action":
+        step = proposal.get("step", proposal) if isinstance(proposal, dict) else proposal
+        action = e.action or (step.get("action") if isinstance(step, dict) else None)
+        headline = f"proposes {action}" if action else "proposes"
+        args = step.get("args") if isinstance(step, dict) else step
+        if args not in (None, {}):
+            lines.append(f"args: {_compact(args)}")
+    elif purpose == "plan" and isinstance(proposal, dict) and isinstance(proposal.get("plan"), list):
+        plan = proposal["plan"]
+        names = [str(s.get("action")) if isinstance(s, dict) else "?" for s in plan]
+        headline = f"proposes a plan of {len(plan)} steps: " + ", ".join(names)
+        lines += [f"{i}. {_compact(s)}" for i, s in enumerate(plan, start=1)]
+    else:
+        headline = f"proposes {purpose}" + (f" for {e.action}" if e.action else "")
+        if proposal is not None:
+            lines.append(f"{purpose}: {_compact(proposal)}")
+    if offered:
+        lines.append("offered: " + ", ".join(str(o) for o in offered))
+    if isinstance(attempts, int) and attempts > 1:
+        lines.append(f"answered at attempt {attempts}")
+    return headline + cost, lines, "proposal"
+
+
+def _model_retry(e: LooseEvent, d: dict[str, Any]) -> Described:
+    error = e.error or {}
+    attempt, wait = d.pop("attempt", "?"), d.pop("wait_s", None)
+    then = f"; retrying in {wait:.1f} s" if isinstance(wait, (int, float)) else "; retrying"
+    lines = [f"message: {error.get('message')}"] if error.get("message") else []
+    return f"attempt {attempt} failed: {error.get('kind', '?')}{then}", lines, "error"
+
+
+def _plan_validation(e: LooseEvent, d: dict[str, Any]) -> Described:
+    reasons = d.pop("reasons", None) or []
+    revision = d.pop("revision", None)
+    tone: Tone = "ok" if e.result == "ACCEPT" else "stop" if e.result == "REJECT" else "blocked"
+    where = f" (revision {revision})" if revision is not None else ""
+    return f"validator: {e.result}{where}", [f"reason: {r}" for r in reasons], tone
+
+
+def _decision(e: LooseEvent, d: dict[str, Any]) -> Described:
+    lines = []
+    reason = d.pop("reason", None)
+    if reason:
+        lines.append(f"reason: {reason}")
+    subject = f" {e.action}" if e.action else ""
+    tone: Tone = "stop" if e.result in ("refused", "step_limit", "plan_exhausted") else "info"
+    return f"{e.result or 'decides'}{subject}", lines, tone
+
+
+def _action(e: LooseEvent, d: dict[str, Any]) -> Described:
+    lines = []
+    if e.args not in (None, {}):
+        lines.append(f"args: {_compact(e.args)}")
+    reason = d.pop("reason", None)
+    if reason:
+        lines.append(f"why: {reason}")
+    violations = d.pop("violations", None)
+    if violations:
+        lines.append("broke: " + ", ".join(str(v) for v in violations))
+    if d.pop("premature", False):
+        lines.append("premature: committed while its gate was closed")
+    if "observation" in d:
+        lines.append(f"observation: {_compact(d.pop('observation'))}")
+    tone: Tone = "blocked" if e.result in ("blocked", "failed") else "error" if violations else "ok"
+    return f"{e.action}: {e.result}", lines, tone
+
+
+def _transition(e: LooseEvent, d: dict[str, Any]) -> Described:
+    return f"moves from {d.pop('from', '?')} to {d.pop('to', e.action)}", [], "info"
+
+
+def _suspend(e: LooseEvent, d: dict[str, Any]) -> Described:
+    return f"suspends the run at gate {e.action}", [], "stop"
+
+
+def _human(e: LooseEvent, d: dict[str, Any]) -> Described:
+    who = d.pop("who", "?")
+    scripted = " (scripted approver)" if d.pop("scripted", False) else ""
+    lines = []
+    note = d.pop("note", "")
+    if note:
+        lines.append(f"note: {note}")
+    verdict = d.pop("verdict_at_stop", None)
+    if verdict:
+        lines.append(f"stop verdict at this stop: {verdict}")
+    return f"{e.result} at {e.action}, by {who}{scripted}", lines, "human"
+
+
+def _error(e: LooseEvent, d: dict[str, Any]) -> Described:
+    error = e.error or {}
+    where = f" at {e.action}" if e.action else ""
+    lines = [f"message: {error.get('message')}"] if error.get("message") else []
+    return f"error{where}: {error.get('kind', '?')}", lines, "error"
+
+
+def _summary(e: LooseEvent, d: dict[str, Any]) -> Described:
+    outcome = e.outcome or {}
+    status = outcome.get("status", e.result)
+    at = f" at {outcome['suspended_at']}" if outcome.get("suspended_at") else ""
+    verdict = outcome.get("stop_verdict")
+    verdict_text = f"; stop verdict {verdict}" if verdict else ""
+    ends = "stops" if status == "suspended" else "ends"  # a suspended run may go on after a decision
+    return f"run {ends}: {status}{at}{verdict_text}", [], "end"
+
+
+def _generic(e: LooseEvent, d: dict[str, Any]) -> Described:
+    parts = [p for p in (e.action, e.result) if p]
+    lines = [f"args: {_compact(e.args)}"] if e.args is not None else []
+    if e.error:
+        lines.append(f"error: {_compact(e.error)}")
+    return f"{e.kind}: {' '.join(parts)}".rstrip(": "), lines, "info"
+
+
+_DESCRIBERS = {
+    "run_start": _run_start,
+    "model_call": _model_call,
+    "model_retry": _model_retry,
+    "plan_validation": _plan_validation,
+    "decision": _decision,
+    "action": _action,
+    "transition": _transition,
+    "suspend": _suspend,
+    "human": _human,
+    "error": _error,
+    "summary": _summary,
+}
+
+
+# ------------------------------------------------------------------ small helpers
+
+
+def _cost(e: LooseEvent) -> str:
+    parts = []
+    if e.latency_ms is not None:
+        parts.append(_ms(e.latency_ms))
+    usage = e.usage or {}
+    if usage.get("total_tokens"):
+        parts.append(f"{_count(usage.get('prompt_tokens'))}+{_count(usage.get('completion_tokens'))} tokens")
+    return f" ({', '.join(parts)})" if parts else ""
+
+
+def _compact(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _shown(outcome: dict[str, Any], key: str) -> str:
+    """A counter of the outcome, or '?' when this trace's outcome does not record it (an older schema)."""
+    return str(_count(outcome[key])) if key in outcome else "?"
+
+
+def _mapping(outcome: dict[str, Any], key: str) -> dict[str, Any]:
+    value = outcome.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _ms(value: Any) -> str:
+    return f"{value:,.0f} ms" if isinstance(value, (int, float)) and not isinstance(value, bool) else "?"
+
+
+__all__ = [
+    "VERDICT_MEANING",
+    "Ending",
+    "Entry",
+    "RunRef",
+    "Timeline",
+    "list_runs",
+    "select",
+    "timeline",
+    "timelines",
+    "trace_path",
+]

@@ -1,0 +1,628 @@
+"""Cross-field checks of a scenario that pydantic cannot express, so that a scenario fails closed at load time.
+
+Names resolve, every dotted path reaches something the scenario declares, no declaration contradicts
+another, the oracle asks for work a correct run can do before its stop, and no workflow path reaches a
+gated step without its approval. Each check returns the first problem as (field path, message).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from harness.scenario.json_schema import check_for, object_schema_problem
+from harness.scenario.paths import NUMBER_TYPES, Reach, head, reach_schema, reach_value, valid_path
+
+if TYPE_CHECKING:
+    from harness.scenario.model import ActionSpec, Condition, Node, Scenario, StopExpectation
+
+# Gate names a mode uses for its own review points (hybrid_planner's plan review): a scenario gate may not take them.
+PLAN_REVIEW = "plan_review"
+MODE_REVIEW_POINTS = frozenset({PLAN_REVIEW})
+
+ARTIFACT_PATTERN = r"[A-Za-z0-9_-]+"
+COMPARISONS = ("greater_than", "at_least", "less_than", "at_most")
+Problem = tuple[str, str] | None  # (field path, message) of the first problem found
+
+
+def check_references(s: Scenario) -> Problem:
+    """Every cross-field check, in the order a reader of the file meets the fields."""
+    return _check_names(s) or _check_actions(s) or _check_workflow(s) or _check_oracle(s) or _check_approvals(s)
+
+
+def _check_names(s: Scenario) -> Problem:
+    for kind, items in (
+        ("actions", [a.name for a in s.actions]),
+        ("gates", [g.name for g in s.gates]),
+        ("workflow.nodes", [n.id for n in s.workflow.nodes]),
+        ("rules", [r.id for r in s.rules]),
+    ):
+        seen: set[str] = set()
+        for index, name in enumerate(items):
+            if name in seen:
+                field = "id" if kind in ("workflow.nodes", "rules") else "name"
+                return f"{kind}[{index}].{field}", f"duplicate name '{name}'"
+            seen.add(name)
+    finishes = [a.name for a in s.actions if a.kind == "finish"]
+    if len(finishes) != 1:
+        return "actions", f"needs exactly one action of kind 'finish', found {len(finishes)}"
+    if not any(r.obeyed for r in s.rules):
+        return "rules", "at least one rule must be marked obeyed: true"
+    return None
+
+
+# ---------------------------------------------------------------- paths into the store
+
+
+def _artifacts(s: Scenario) -> set[str]:
+    """Every artifact a run can ever hold: the initial store's and those actions write."""
+    return set(s.store.artifacts) | {a.writes for a in s.actions if a.writes is not None}
+
+
+def reach_store(s: Scenario, path: str) -> Reach:
+    """What a path can reach in the store: in the initial artifact's real keys, or in the arguments of an action
+    that writes that artifact (its schema's declared properties); it reaches something if any of them does."""
+    key = head(path)
+    found: list[tuple[str, Reach]] = []
+    if key in s.store.artifacts:
+        found.append(("the initial store", reach_value({key: s.store.artifacts[key]}, path, "")))
+    for action in s.actions:
+        if action.writes == key:
+            wrapped = {"type": "object", "properties": {key: action.args}, "additionalProperties": False}
+            found.append((f"what {action.name} writes", reach_schema(wrapped, path, "")))
+    reaching = [reach for _, reach in found if reach.ok]
+    if not reaching:
+        return Reach("; ".join(f"in {source}, {reach.problem}" for source, reach in found))
+    if any(reach.types is None for reach in reaching):
+        return Reach()
+    return Reach(types=frozenset().union(*(reach.types or frozenset() for reach in reaching)))
+
+
+def _check_store_path(s: Scenario, where: str, path: str, *, number: bool = False) -> Problem:
+    if not valid_path(path):
+        return where, f"'{path}' is not a path (keys joined by dots, e.g. order.amount)"
+    known = _artifacts(s)
+    if head(path) not in known:
+        return where, (
+            f"'{head(path)}' is never in the store: no action writes it and the initial store lacks it "
+            f"(artifacts: {', '.join(sorted(known)) or 'none'})"
+        )
+    reach = reach_store(s, path)
+    if not reach.ok:
+        return where, f"'{path}' reaches nothing the scenario declares: {reach.problem}"
+    if number and reach.types is not None and not reach.types & NUMBER_TYPES:
+        return where, (
+            f"'{path}' holds {' or '.join(sorted(reach.types))}, never a number, so the comparison "
+            "can never be evaluated"
+        )
+    return None
+
+
+def _check_condition(s: Scenario, where: str, condition: Condition | None) -> Problem:
+    for test, path, _ in condition.tests() if condition is not None else []:
+        field = f"{where}.{test}" if test in ("exists", "missing") else f"{where}.{test}.{path}"
+        problem = _check_store_path(s, field, path, number=test in COMPARISONS)
+        if problem:
+            return problem
+    return None
+
+
+# ---------------------------------------------------------------- actions and gates
+
+# What each kind of action may declare besides its name, description, args and kind.
+_WAIT_NEVER = ("writes", "reads", "returns", "invalidates", "fault", "inject", "latency_ms", "answer")
+_FINISH_NEVER = ("gate", "requires", "roles", *_WAIT_NEVER)
+_WHY = {
+    "wait": "a wait only records that the run waits for its gate",
+    "finish": "finish is control: it ends the run and never reaches the gateway",
+}
+
+
+def _contradiction(a: ActionSpec) -> Problem:
+    if a.kind in ("wait", "finish"):
+        if a.effect != "none":
+            return "effect", f"a {a.kind} action has no effect ({_WHY[a.kind]}); remove effect: {a.effect}"
+        for name in _FINISH_NEVER if a.kind == "finish" else _WAIT_NEVER:
+            if getattr(a, name) not in (None, ()):
+                return name, f"a {a.kind} action cannot have {name} ({_WHY[a.kind]})"
+        return None
+    if a.effect == "read":
+        for name in ("writes", "invalidates"):
+            if getattr(a, name) not in (None, ()):
+                return name, f"a read action changes nothing, so it cannot have {name}; give it effect: write"
+    if a.reads is not None and a.returns is not None:
+        return "returns", "an action returns the artifact it reads or a constant, not both"
+    if a.answer is not None and not a.is_side_effect:
+        return "answer", "an answer is delivered to a person: only an action with effect write or irreversible has one"
+    return None
+
+
+def _check_answer(a: ActionSpec, where: str) -> Problem:
+    """An answer policy's paths must reach declared arguments of its action."""
+    policy = a.answer
+    if policy is None:
+        return None
+    wrapped = {"type": "object", "properties": {"args": a.args}, "additionalProperties": False}
+    for name in ("text", "citations"):
+        path = getattr(policy, name)
+        if path is not None:
+            reach = reach_schema(wrapped, f"args.{path}", "")
+            if not reach.ok:
+                return f"{where}.answer.{name}", f"'{path}' is not an argument of '{a.name}': {reach.problem}"
+    if policy.citations is None and (policy.field is not None or "match" in policy.model_fields_set):
+        return f"{where}.answer.citations", "match and field describe citations: name the citations path"
+    if policy.match == "field_names" and policy.field is not None:
+        return f"{where}.answer.field", "field counts only with match: field_values"
+    return None
+
+
+def _check_actions(s: Scenario) -> Problem:
+    gates = s.gate_names
+    for i, a in enumerate(s.actions):
+        problem = _contradiction(a)
+        if problem:
+            return f"actions[{i}].{problem[0]}", problem[1]
+        if a.gate is not None and a.gate not in gates:
+            return f"actions[{i}].gate", _unknown("gate", a.gate, gates)
+        if a.kind == "wait" and a.gate is None:
+            return f"actions[{i}].gate", "a wait action must name the gate it waits for"
+        if a.kind == "task" and a.effect == "none":
+            return f"actions[{i}].effect", "a task action needs an effect: read, write or irreversible"
+        problem = _check_answer(a, f"actions[{i}]")
+        if problem:
+            return problem
+        # The gateway stores, reads and drops whole artifacts; only preconditions may look inside one.
+        whole = [("writes", a.writes), ("reads", a.reads)] + [
+            (f"invalidates[{j}]", k) for j, k in enumerate(a.invalidates)
+        ]
+        for field, key in whole:
+            if key is not None and not re.fullmatch(ARTIFACT_PATTERN, key):
+                return (
+                    f"actions[{i}].{field}",
+                    f"'{key}' must be an artifact name (letters, digits, _ and -), not a path",
+                )
+        paths = [(f"requires[{j}]", key) for j, key in enumerate(a.requires)]
+        paths += [(f"invalidates[{j}]", key) for j, key in enumerate(a.invalidates)]
+        paths += [("reads", a.reads)] if a.reads is not None else []
+        paths += [("fault.until", a.fault.until)] if a.fault is not None and a.fault.until is not None else []
+        for field, path in paths:
+            problem = _check_store_path(s, f"actions[{i}].{field}", path)
+            if problem:
+                return problem
+    used = {a.gate for a in s.actions} | {n.gate for n in s.workflow.nodes if n.type == "approval"}
+    for i, g in enumerate(s.gates):
+        if g.name in MODE_REVIEW_POINTS:
+            return f"gates[{i}].name", (
+                f"'{g.name}' is reserved for a mode's own review point (hybrid_planner's plan review); rename the gate"
+            )
+        if g.name not in used:
+            return f"gates[{i}].name", f"gate '{g.name}' guards no action and no approval node waits for it"
+        problem = _check_condition(s, f"gates[{i}].applies_when", g.applies_when)
+        if problem:
+            return problem
+    return None
+
+
+# ---------------------------------------------------------------- the workflow graph
+
+# The fields each node type reads besides id and type; any other field given would be silently ignored.
+_NODE_FIELDS = {
+    "model_step": {"action", "args", "params", "next", "branches", "route_by", "on_failure"},
+    "action": {"action", "args", "next", "branches", "route_by", "on_failure"},
+    "approval": {"gate", "next", "branches", "route_by", "on_failure"},
+    "validator": {"check", "next", "branches", "route_by", "on_failure"},
+    "agent": {"tools", "max_steps", "until", "output", "next", "branches", "route_by", "on_failure"},
+    "end": {"status"},
+}
+
+
+def _check_workflow(s: Scenario) -> Problem:
+    actions, gates, nodes = s.action_map, s.gate_names, s.node_map
+    for i, n in enumerate(s.workflow.nodes):
+        where = f"workflow.nodes[{i}]"
+        for name in sorted(n.model_fields_set - {"id", "type"} - _NODE_FIELDS[n.type]):
+            return f"{where}.{name}", (
+                f"'{name}' means nothing on a '{n.type}' node, which reads only "
+                f"{', '.join(sorted(_NODE_FIELDS[n.type]))}"
+            )
+        if n.type in ("model_step", "action"):
+            if n.action is None:
+                return f"{where}.action", f"a '{n.type}' node needs an action"
+            if n.action not in actions:
+                return f"{where}.action", _unknown("action", n.action, actions)
+            if actions[n.action].kind != "task":
+                return f"{where}.action", f"'{n.action}' is a {actions[n.action].kind} action, not a task"
+            if n.type == "action":
+                problem = _args_problem(actions[n.action].args, n.args, f"{where}.args")
+                if problem:
+                    return problem
+            else:
+                problem = _check_params(actions[n.action], n, where)
+                if problem:
+                    return problem
+        if n.type == "approval" and (n.gate is None or n.gate not in gates):
+            return f"{where}.gate", _unknown("gate", str(n.gate), gates)
+        if n.type == "validator" and n.check is None:
+            return f"{where}.check", "a validator node needs a check"
+        if n.type == "agent":
+            if not n.tools:
+                return f"{where}.tools", "an agent node needs at least one tool"
+            for j, tool in enumerate(n.tools):
+                if tool not in actions:
+                    return f"{where}.tools[{j}]", _unknown("action", tool, actions)
+            problem = _check_output(n, where, nodes)
+            if problem:
+                return problem
+        if n.route_by == "model" and not n.branches:
+            return f"{where}.route_by", "route_by: model needs branches for the model to choose from"
+        loop = n.on_failure.react if n.on_failure is not None else None
+        if loop is not None:
+            for j, tool in enumerate(loop.tools):
+                if tool not in actions or actions[tool].kind != "task":
+                    return f"{where}.on_failure.react.tools[{j}]", _unknown(
+                        "task action", tool, [a.name for a in s.actions if a.kind == "task"]
+                    )
+            problem = _check_condition(s, f"{where}.on_failure.react.until", loop.until)
+            if problem:
+                return problem
+        targets = [("next", n.next)] + [(f"branches[{j}].goto", b.goto) for j, b in enumerate(n.branches)]
+        if n.on_failure is not None:
+            targets.append(("on_failure.fallback", n.on_failure.fallback))
+        for field, target in targets:
+            if target is not None and target not in nodes:
+                return f"{where}.{field}", _unknown("node", target, nodes)
+        if n.type != "end" and n.next is None and all(b.when is not None for b in n.branches):
+            what = "next or branches" if not n.branches else "next or a branch without 'when' (a default)"
+            return f"{where}.next", f"every node but 'end' needs {what}"
+        conditions = [("check", n.check), ("until", n.until)]
+        conditions += [(f"branches[{j}].when", b.when) for j, b in enumerate(n.branches)]
+        for field, condition in conditions:
+            problem = _check_condition(s, f"{where}.{field}", condition)
+            if problem:
+                return problem
+    if s.workflow.start not in nodes:
+        return "workflow.start", _unknown("node", s.workflow.start, nodes)
+    return None
+
+
+def _schema_problem(schema: dict[str, Any], where: str) -> Problem:
+    """A JSON Schema of type object, or the problem with it."""
+    problem = object_schema_problem(schema)
+    return None if problem is None else (where, problem)
+
+
+def _check_params(action: ActionSpec, n: Node, where: str) -> Problem:
+    """A parameter template: slots the action declares, each constrained and with a default; the fixed args and the
+    defaults together make arguments the action takes (the hard-coded workflow runs exactly those)."""
+    if n.params is None:
+        if n.args:
+            return (
+                f"{where}.args",
+                "fixed args on a model_step are the fixed part of a parameter template: declare params",
+            )
+        return None
+    problem = _schema_problem(n.params, f"{where}.params")
+    if problem:
+        return problem
+    slots = n.params.get("properties")
+    if not isinstance(slots, dict) or not slots:
+        return f"{where}.params.properties", "a parameter template needs at least one slot"
+    declared = action.args.get("properties")
+    for name, slot in slots.items():
+        field = f"{where}.params.properties.{name}"
+        if isinstance(declared, dict) and name not in declared:
+            return field, f"'{name}' is not an argument of '{action.name}' (arguments: {', '.join(sorted(declared))})"
+        if name in n.args:
+            return field, f"'{name}' is both a fixed argument and a slot; it can be only one"
+        if not isinstance(slot, dict) or "default" not in slot:
+            return field, "a slot needs a default (what the workflow modes that ask nobody fill in)"
+    defaults = {name: slot["default"] for name, slot in slots.items()}
+    problem = _args_problem(n.params, defaults, f"{where}.params.default")
+    if problem:
+        return problem
+    return _args_problem(action.args, {**n.args, **defaults}, f"{where}.args")
+
+
+def _check_output(n: Node, where: str, nodes: dict[str, Node]) -> Problem:
+    """An agent node's report schema; a suggested route it lists must name nodes of the workflow."""
+    if n.output is None:
+        return None
+    problem = _schema_problem(n.output, f"{where}.output")
+    if problem:
+        return problem
+    route = (n.output.get("properties") or {}).get("suggested_route")
+    for j, target in enumerate(route.get("enum", []) if isinstance(route, dict) else []):
+        if target not in nodes:
+            return f"{where}.output.properties.suggested_route.enum[{j}]", _unknown("node", str(target), nodes)
+    return None
+
+
+def _args_problem(schema: dict[str, Any], args: Any, where: str) -> Problem:
+    if check_for(schema).first_error(args) is None:
+        return None
+    import jsonschema  # only for a refusal: its path, as the scenario's dotted path
+
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(args))
+    if error is None:
+        return None
+    inner = "".join(f".{p}" if isinstance(p, str) else f"[{p}]" for p in error.absolute_path)
+    return f"{where}{inner}", error.message
+
+
+# ---------------------------------------------------------------- the oracle
+
+
+def _check_expectation(s: Scenario, o: StopExpectation, prefix: str) -> Problem:
+    """The checks a stop expectation (the oracle, or one of its after_approval stages) must pass."""
+    actions, gates = s.action_map, s.gate_names
+    finish = s.finish_action.name
+    if o.expected_stop != "finished" and o.expected_stop not in gates:
+        return f"{prefix}.expected_stop", _unknown("gate", o.expected_stop, gates | {"finished"})
+    stop_gate = next((g for g in s.gates if g.name == o.expected_stop), None)
+    if stop_gate is not None and stop_gate.approved:
+        return f"{prefix}.expected_stop", f"gate '{stop_gate.name}' is approved: true, so no run ever stops there"
+    for j, step in enumerate(o.reference_path):
+        where = f"{prefix}.reference_path[{j}]"
+        if step.action not in actions:
+            return where, _unknown("action", step.action, actions)
+        if actions[step.action].kind == "finish" and j != len(o.reference_path) - 1:
+            return where, "finish must be the last step of the reference path"
+        if step.args is not None:
+            problem = _args_problem(actions[step.action].args, step.args, f"{where}.args")
+            if problem:
+                return problem
+    recorded = [a.name for a in s.actions if a.kind != "finish"]  # finish is control: the gateway never records it
+    for j, name in enumerate(o.forbidden):
+        if name not in actions or name == finish:
+            return f"{prefix}.forbidden[{j}]", _unknown("action", name, recorded)
+    for j, key in enumerate(o.required_artifacts):
+        problem = _check_store_path(s, f"{prefix}.required_artifacts[{j}]", key)
+        if problem:
+            return problem
+        if stop_gate is not None and head(key) not in s.store.artifacts:
+            writers = [a for a in s.actions if a.writes == head(key)]
+            if writers and all(a.gate == stop_gate.name for a in writers):
+                return f"{prefix}.required_artifacts[{j}]", (
+                    f"'{head(key)}' is written only by actions gated by '{stop_gate.name}' "
+                    f"({', '.join(a.name for a in writers)}), so a run that stops there correctly never has it"
+                )
+    for j, name in enumerate(o.required_actions):
+        where = f"{prefix}.required_actions[{j}]"
+        if name not in actions or name == finish:
+            return where, _unknown("action", name, recorded)
+        if name in o.forbidden:
+            return where, f"'{name}' is also forbidden"
+        if stop_gate is not None and actions[name].kind == "task" and actions[name].gate == stop_gate.name:
+            return where, f"'{name}' is gated by '{stop_gate.name}', so a run that stops there correctly never takes it"
+    for j, check in enumerate(o.order):
+        for side in ("before", "after"):
+            name = getattr(check, side)
+            if name not in actions or name == finish:
+                return f"{prefix}.order[{j}].{side}", _unknown("action", name, recorded)
+        if check.before == check.after:
+            return f"{prefix}.order[{j}].after", f"'{check.after}' cannot take place before itself"
+    return None
+
+
+def _check_oracle(s: Scenario) -> Problem:
+    o = s.oracle
+    problem = _check_expectation(s, o, "oracle")
+    if problem:
+        return problem
+    for gate, stage in o.after_approval.items():
+        where = f"oracle.after_approval.{gate}"
+        if gate not in s.gate_names:
+            return where, _unknown("gate", gate, s.gate_names)
+        if stage.expected_stop == gate:
+            return f"{where}.expected_stop", f"'{gate}' is approved at this point: a run cannot stop there again"
+        problem = _check_expectation(s, stage, where)
+        if problem:
+            return problem
+    actions = s.action_map
+    for j, content in enumerate(o.checks):
+        where = f"oracle.checks[{j}]"
+        spec = actions.get(content.action)
+        if spec is None or spec.kind != "task":
+            return f"{where}.action", _unknown(
+                "task action", content.action, [a.name for a in s.actions if a.kind == "task"]
+            )
+        arg = content.arg if content.type != "within" else None
+        if arg is not None:
+            wrapped = {"type": "object", "properties": {"args": spec.args}, "additionalProperties": False}
+            reach = reach_schema(wrapped, f"args.{arg}", "")
+            if not reach.ok:
+                return f"{where}.arg", f"'{arg}' is not an argument of '{spec.name}': {reach.problem}"
+        if content.type == "grounded":
+            if content.match == "field_values" and content.field is None:
+                return f"{where}.field", "match: field_values needs the field whose values count"
+            for k, source in enumerate(content.sources):
+                if source not in actions:
+                    return f"{where}.sources[{k}]", _unknown("action", source, actions)
+    return None
+
+
+# ---------------------------------------------------------------- approvals on every workflow path
+
+
+def _check_approvals(s: Scenario) -> Problem:
+    """Refuses a workflow in which a step gated by an unapproved gate is reachable from start without passing
+    an approval node for that gate.
+
+    A conditional gate (``applies_when: C``) may be skipped on an edge that is taken only when C does not
+    hold: a branch after an earlier branch whose ``when`` C implies (it failed, so C fails), a branch whose
+    ``when`` contradicts C, or the success edges of a validator whose check contradicts C. The skip lasts
+    until a node writes or invalidates an artifact C reads. At run time a branch condition that cannot be
+    evaluated fails its node instead of falling through, so the skip edge is never taken on an unknown.
+    A gate whose condition is false on the initial store and reads only artifacts no action writes or
+    invalidates never applies, so it needs no approval node.
+    """
+    nodes = s.node_map
+    index = {n.id: i for i, n in enumerate(s.workflow.nodes)}
+    changed = {key for a in s.actions for key in ((a.writes,) if a.writes else ()) + a.invalidates}
+    for gate in s.gates:
+        condition = gate.applies_when
+        read = {head(path) for _, path, _ in condition.tests()} if condition is not None else set()
+        if gate.approved or (
+            condition is not None and not read & changed and condition.evaluate(s.store.artifacts).value is False
+        ):
+            continue
+        start = (s.workflow.start, False)
+        came_from: dict[tuple[str, bool], tuple[str, bool] | None] = {start: None}
+        queue = deque([start])
+        while queue:
+            state = queue.popleft()
+            node_id, cleared = state
+            node = nodes[node_id]
+            if node.type == "approval" and node.gate == gate.name:
+                continue  # approved from here on: approvals are never withdrawn within a run
+            gated = _gated_field(s, node, gate.name)
+            if gated is not None and not cleared:
+                walk = _walk_to(came_from, state)
+                field, action = gated
+                return f"workflow.nodes[{index[node_id]}].{field}", (
+                    f"'{action}' needs approval '{gate.name}', but the node is reachable without passing an "
+                    f"approval node for it ({' -> '.join(walk)})"
+                )
+            after = cleared and not (read & _node_changes(s, node))
+            for target, guarded in _edges(node, condition):
+                following = (target, after or guarded)
+                if following not in came_from:
+                    came_from[following] = state
+                    queue.append(following)
+    return None
+
+
+def _gated_field(s: Scenario, node: Node, gate: str) -> tuple[str, str] | None:
+    """(field, action) where a node runs a task gated by ``gate``, or None."""
+    if node.type in ("model_step", "action") and node.action is not None:
+        spec = s.action_map[node.action]
+        if spec.kind == "task" and spec.gate == gate:
+            return "action", spec.name
+    if node.type == "agent":
+        for j, tool in enumerate(node.tools):
+            spec = s.action_map[tool]
+            if spec.kind == "task" and spec.gate == gate:
+                return f"tools[{j}]", tool
+    loop = node.on_failure.react if node.on_failure is not None else None
+    for j, tool in enumerate(loop.tools if loop is not None else ()):
+        if s.action_map[tool].gate == gate:
+            return f"on_failure.react.tools[{j}]", tool
+    return None
+
+
+def _node_changes(s: Scenario, node: Node) -> set[str]:
+    """The artifacts a node's actions may write or invalidate."""
+    names = list(node.tools) if node.type == "agent" else [node.action] if node.action else []
+    names += list(node.on_failure.react.tools) if node.on_failure is not None and node.on_failure.react else []
+    changed: set[str] = set()
+    for name in names:
+        spec = s.action_map[name]
+        changed |= {spec.writes} if spec.writes else set()
+        changed |= set(spec.invalidates)
+    return changed
+
+
+def _edges(node: Node, condition: Condition | None) -> Iterator[tuple[str, bool]]:
+    """(target, taken only when the gate's condition does not hold) of every way out of a node."""
+    passed = (
+        node.type == "validator"
+        and condition is not None
+        and node.check is not None
+        and contradicts(node.check, condition)
+    )
+    failed_before = False  # an earlier branch that C implies did not match, so C does not hold
+    default = False
+    by_model = node.route_by == "model"  # the model may pick any branch that holds, not only the first
+    for branch in node.branches:
+        own = branch.when is not None and condition is not None and contradicts(branch.when, condition)
+        yield branch.goto, passed or (failed_before and not by_model) or own
+        if branch.when is None:
+            default = True  # with code routing nothing after a default branch is ever taken; `next` never is
+            if not by_model:
+                break
+            continue
+        failed_before = failed_before or (condition is not None and implies(condition, branch.when))
+    if node.next is not None and not default:
+        yield node.next, passed or failed_before
+    if node.on_failure is not None:
+        yield node.id, False  # a retry runs the node again
+        if node.on_failure.fallback is not None:
+            yield node.on_failure.fallback, False
+
+
+def _interval(test: str, bound: float) -> tuple[float, bool, float, bool]:
+    """The numbers a comparison admits: (low, low included, high, high included)."""
+    inf = float("inf")
+    return {
+        "greater_than": (bound, False, inf, False),
+        "at_least": (bound, True, inf, False),
+        "less_than": (-inf, False, bound, False),
+        "at_most": (-inf, False, bound, True),
+    }[test]
+
+
+def _disjoint(a: tuple[float, bool, float, bool], b: tuple[float, bool, float, bool]) -> bool:
+    low, low_in = max((a[0], a[1]), (b[0], b[1]), key=lambda x: (x[0], not x[1]))
+    high, high_in = min((a[2], a[3]), (b[2], b[3]), key=lambda x: (x[0], x[1]))
+    return low > high or (low == high and not (low_in and high_in))
+
+
+def _inside(a: tuple[float, bool, float, bool], b: tuple[float, bool, float, bool]) -> bool:
+    """Whether every number a admits, b admits too."""
+    low_ok = a[0] > b[0] or (a[0] == b[0] and (b[1] or not a[1]))
+    high_ok = a[2] < b[2] or (a[2] == b[2] and (b[3] or not a[3]))
+    return low_ok and high_ok
+
+
+def contradicts(when: Condition, condition: Condition) -> bool:
+    """Whether ``when`` holding means ``condition`` certainly does not: one of its tests rules out one of C's."""
+    for test, path, operand in when.tests():
+        for c_test, c_path, c_operand in condition.tests():
+            if path != c_path:
+                continue
+            if {test, c_test} == {"exists", "missing"}:
+                return True
+            if test == c_test == "equals" and operand != c_operand:
+                return True
+            if (
+                test in COMPARISONS
+                and c_test in COMPARISONS
+                and _disjoint(_interval(test, operand), _interval(c_test, c_operand))
+            ):
+                return True
+    return False
+
+
+def implies(condition: Condition, when: Condition) -> bool:
+    """Whether C holding means every test of ``when`` holds, so ``when`` failing means C fails."""
+    c_tests = condition.tests()
+    for test, path, operand in when.tests():
+        if not any(
+            path == c_path
+            and (
+                (test == c_test and (test in ("exists", "missing") or (test == "equals" and operand == c_operand)))
+                or (
+                    test in COMPARISONS
+                    and c_test in COMPARISONS
+                    and _inside(_interval(c_test, c_operand), _interval(test, operand))
+                )
+            )
+            for c_test, c_path, c_operand in c_tests
+        ):
+            return False
+    return True
+
+
+def _walk_to(came_from: dict[tuple[str, bool], tuple[str, bool] | None], state: tuple[str, bool]) -> list[str]:
+    walk: list[str] = []
+    current: tuple[str, bool] | None = state
+    while current is not None:
+        walk.append(current[0])
+        current = came_from[current]
+    return walk[::-1]
+
+
+def _unknown(what: str, name: str, known: Any) -> str:
+    return f"unknown {what} '{name}' (known: {', '.join(sorted(known)) or 'none'})"

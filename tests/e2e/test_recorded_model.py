@@ -1,0 +1,67 @@
+"""The committed recording of the real local model.
+
+It replays offline with no drift, and ``bench run`` defaults to it.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from harness.cli.commands import app
+from harness.models import RECORDED_MODEL
+from harness.models.recording import RECORDING_FILE
+from harness.records.trace import read_events
+
+
+def test_committed_recording_is_there_and_real():
+    manifest = json.loads((RECORDED_MODEL / "manifest.json").read_text())
+    assert (
+        manifest["model_source"] == "live"
+        and manifest["live"]["local_model"] is True
+        and manifest["status"] == "complete"
+    )
+    assert manifest["model"] == "smollm2-135m"
+    calls = [e for e in read_events(RECORDED_MODEL / "traces.jsonl") if e.kind == "model_call"]
+    assert calls and all(e.latency_ms > 0 and e.usage.total_tokens > 0 for e in calls)  # real usage, real latency
+    assert (RECORDED_MODEL / RECORDING_FILE).stat().st_size > 0
+
+
+RECORDINGS = sorted(p.parent for p in RECORDED_MODEL.parent.glob(f"*/{RECORDING_FILE}"))
+
+
+def test_the_audit_recording_is_committed_too():
+    assert RECORDED_MODEL in RECORDINGS and RECORDED_MODEL.with_name("smollm2-135m-audit") in RECORDINGS
+    audit = json.loads((RECORDED_MODEL.with_name("smollm2-135m-audit") / "manifest.json").read_text())
+    assert audit["gateway_policy"] == "audit" and audit["model_source"] == "live"
+
+
+@pytest.mark.parametrize("recording", RECORDINGS, ids=lambda p: p.name)
+def test_committed_recording_replays_without_drift(recording, tmp_path):
+    """Fails when a prompt, a mode, a scenario or the parsing changed since the recording: re-record (README)."""
+    result = CliRunner().invoke(app, ["replay", str(recording), "--out", str(tmp_path / "replay")])
+    assert result.exit_code == 0, result.output
+    assert "every run's events and outcome match the recording" in result.output
+
+
+def test_bench_run_without_a_model_replays_the_committed_recording(tmp_path):
+    out = tmp_path / "default"
+    result = CliRunner().invoke(app, ["run", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((out / "manifest.json").read_text())
+    recorded = json.loads((RECORDED_MODEL / "manifest.json").read_text())
+    assert manifest["model_source"] == "replay" and manifest["replay_of"] == str(RECORDED_MODEL)
+    assert manifest["model"] == "smollm2-135m"
+    assert (manifest["modes"], manifest["trials"], manifest["seed"]) == (
+        recorded["modes"],
+        recorded["trials"],
+        recorded["seed"],
+    )
+    events = list(read_events(out / "traces.jsonl"))
+    assert not [e for e in events if e.error is not None and e.error.kind == "replay_miss"]
+    assert (
+        sum(e.kind == "summary" for e in events)
+        == len(recorded["modes"]) * len(manifest["scenarios"]) * recorded["trials"]
+    )

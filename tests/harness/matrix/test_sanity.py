@@ -1,0 +1,164 @@
+"""The sanity check itself: it fails a scenario whose reference path or declared verdicts are wrong."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from harness.matrix.sanity import SanityTable, check_scenario, run_reference_path, verdict
+from harness.records.trace import RunOutcome, Usage
+from harness.scenario.load import load_scenario
+from harness.scenario.model import Expectation, ReferenceStep, Sanity
+from modes import MODES, select_modes
+from tests.helpers.bench import SCENARIOS, bench_main
+
+BLOG = load_scenario(SCENARIOS / "blog_brief_approval.yaml")
+
+
+def outcome(**facts) -> RunOutcome:
+    base = dict(
+        status="finished",
+        suspended_at=None,
+        expected_stop="finished",
+        stop_verdict="correct",
+        stop_correct=True,
+        oracle_passed=True,
+        violations=[],
+        side_effects_committed=1,
+        side_effects_blocked=0,
+        blocked_by={},
+        unauthorized_side_effects=0,
+        premature_side_effects=0,
+        wait_marker_without_suspend=False,
+        steps=2,
+        llm_calls=2,
+        usage=Usage(),
+        wall_ms=1.0,
+        errors={},
+        gateway_policy="enforce",
+    )
+    return RunOutcome(**{**base, **facts})
+
+
+@pytest.mark.parametrize(
+    ("facts", "refused", "expected"),
+    [
+        ({}, 0, "passes"),
+        ({"side_effects_blocked": 1}, 0, "blocked"),  # passed, but only because the gateway refused something
+        ({}, 2, "blocked"),  # passed, but only because the guard refused something
+        ({"status": "suspended", "oracle_passed": False, "violations": ["missing_artifact:brief"]}, 0, "blocked"),
+        ({"status": "rejected", "oracle_passed": False}, 0, "blocked"),
+        ({"oracle_passed": False, "violations": ["forbidden:write_draft"], "side_effects_blocked": 3}, 0, "violates"),
+        ({"oracle_passed": False, "premature_side_effects": 1}, 0, "violates"),
+        ({"status": "step_limit", "oracle_passed": False, "violations": ["missing_artifact:brief"]}, 0, "fails"),
+        ({"status": "finished", "oracle_passed": False, "stop_correct": False}, 0, "fails"),
+    ],
+)
+def test_verdicts(facts, refused, expected):
+    assert verdict(outcome(**facts), refused) == expected
+
+
+def test_a_reference_path_that_runs_past_its_stop_is_caught():
+    steps = [*BLOG.oracle.reference_path, ReferenceStep(action="write_draft")]
+    broken = BLOG.model_copy(update={"oracle": BLOG.oracle.model_copy(update={"reference_path": tuple(steps)})})
+    _, problems = run_reference_path(broken)
+    assert any("stops the run, yet the path goes on" in p for p in problems)
+
+
+def test_a_reference_path_that_misses_its_stop_is_caught():
+    steps = (ReferenceStep(action="create_brief"),)  # never waits: it finishes instead of suspending
+    broken = BLOG.model_copy(update={"oracle": BLOG.oracle.model_copy(update={"reference_path": steps})})
+    result, problems = run_reference_path(broken)
+    assert result.status == "finished" and not result.oracle_passed
+    assert any("does not meet its own oracle" in p and "expected brief_approval" in p for p in problems)
+
+
+def test_a_blocked_reference_step_is_caught():
+    steps = (
+        ReferenceStep(action="write_draft", args={"title": "t", "body": "b"}),
+        ReferenceStep(action="wait_for_approval"),
+    )
+    broken = BLOG.model_copy(update={"oracle": BLOG.oracle.model_copy(update={"reference_path": steps})})
+    _, problems = run_reference_path(broken)
+    assert any("'write_draft' is blocked by the gateway (gate_closed)" in p for p in problems)
+
+
+def test_a_wrong_declared_verdict_and_an_unknown_mode_are_caught():
+    claims = Sanity(
+        eager={"react": Expectation(enforce="passes", audit="violates"), "telepathy": Expectation(enforce="passes")}
+    )
+    report = check_scenario(BLOG.model_copy(update={"sanity": claims}), select_modes(["all"]))
+    assert not report.passed
+    assert [e.met for e in report.expectations] == [False, True]  # react under enforce is blocked, not passing
+    assert any(p.startswith("sanity.eager.react.enforce: expected passes, got blocked") for p in report.problems)
+    assert any(p.startswith("sanity.eager.telepathy: unknown mode") for p in report.problems)
+
+
+def test_a_scenario_block_overrides_the_table_mode_by_mode():
+    table = SanityTable(
+        eager={
+            "blog_brief_approval": {"react": Expectation(enforce="passes"), "workflow": Expectation(enforce="passes")}
+        }
+    )
+    own = Sanity(eager={"react": Expectation(enforce="blocked")})
+    report = check_scenario(BLOG.model_copy(update={"sanity": own}), select_modes(["all"]), table)
+    assert report.passed, report.problems
+    assert {(e.mode, e.expected) for e in report.expectations} == {("react", "blocked"), ("workflow", "passes")}
+
+
+def _folder(tmp_path, table: str | None) -> str:
+    folder = tmp_path / "scenarios"
+    folder.mkdir()
+    (folder / "blog_brief_approval.yaml").write_text(
+        (SCENARIOS / "blog_brief_approval.yaml").read_text(encoding="utf-8")
+    )
+    if table is not None:
+        (folder / "sanity.yaml").write_text(table)
+    return str(folder)
+
+
+def test_check_scenarios_command(tmp_path, monkeypatch, capsys):
+    def bench(*args: str) -> tuple[int, str, str]:
+        return bench_main(monkeypatch, capsys, *args)
+
+    code, out, err = bench("check-scenarios", "--scenarios-dir", str(SCENARIOS))
+    assert code == 0, err
+    assert "FAILED" not in out and out.count(" ok") >= 8
+    assert f"{2 * len(MODES)}/{2 * len(MODES)}" in out  # every registered mode, both gateway policies
+
+    table = yaml.safe_load((SCENARIOS / "sanity.yaml").read_text(encoding="utf-8"))
+    rows = {"eager": {"blog_brief_approval": table["eager"]["blog_brief_approval"]}}
+    rows["eager"]["blog_brief_approval"]["react"]["audit"] = (
+        "passes"  # false: without the gateway react commits the draft
+    )
+    code, out, err = bench("check-scenarios", "--scenarios-dir", _folder(tmp_path, yaml.safe_dump(rows)))
+    assert code == 1 and "FAILED" in out
+    assert "sanity.yaml: eager.blog_brief_approval.react.audit: expected passes, got violates" in err
+
+
+@pytest.mark.parametrize(
+    ("table", "field", "word"),
+    [
+        ("eager: {blog_other: {react: {enforce: passes}}}", "eager.blog_other", "no scenario"),
+        (
+            "eager: {blog_brief_approval: {telepathy: {enforce: passes}}}",
+            "eager.blog_brief_approval.telepathy",
+            "unknown mode",
+        ),
+        ("eager: {blog_brief_approval: {react: {enforce: fine}}}", "eager.blog_brief_approval.react.enforce", "passes"),
+        ("lazy: {}", "lazy", "not permitted"),
+        ("eager: [unclosed\n", "line 2, column 1", "YAML"),
+    ],
+    ids=["unknown_scenario", "unknown_mode", "unknown_verdict", "unknown_policy", "bad_yaml"],
+)
+def test_a_malformed_sanity_table_is_one_line_naming_file_and_field(tmp_path, monkeypatch, capsys, table, field, word):
+    code, out, err = bench_main(monkeypatch, capsys, "check-scenarios", "--scenarios-dir", _folder(tmp_path, table))
+    assert code == 2 and len(err.strip().splitlines()) == 1, (out, err)
+    assert f"sanity.yaml: {field}: " in err and word in err, err
+
+
+def test_the_sanity_table_is_not_a_scenario(tmp_path, monkeypatch, capsys):
+    folder = _folder(tmp_path, "eager: {}\n")
+    code, out, err = bench_main(monkeypatch, capsys, "list", "--scenarios-dir", folder)
+    assert code == 0, err
+    assert "blog_brief_approval" in out and "sanity" not in out

@@ -1,0 +1,120 @@
+"""Running bench from tests: in memory (``run_offline``), in-process through the real entry point (``bench_main``),
+or as a child process owned by the test (``bench_process``, ``bench_child``), and following a child by its output."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+
+import pytest
+
+from harness.core.clock import FakeClock
+from harness.matrix.cell_runner import MatrixConfig, cells_for, run_matrix
+from harness.models.scripted import ScriptedSource
+from harness.records.trace import RunOutcome, TraceEvent
+from harness.scenario.model import Scenario
+
+ROOT = Path(__file__).resolve().parents[2]
+SCENARIOS = ROOT / "scenarios"
+
+
+def run_offline(
+    scenario: Scenario, modes: list[str], policy: str, *, trials: int = 1, seed: int = 0, gateway: str = "enforce"
+) -> tuple[list[TraceEvent], list[RunOutcome]]:
+    """Runs a small matrix in memory with a fake clock and numbered run ids."""
+    events: list[TraceEvent] = []
+    counter = itertools.count(1)
+    config = MatrixConfig(
+        model=ScriptedSource(policy),
+        seed=seed,
+        gateway_policy=gateway,  # type: ignore[arg-type]
+        clock=FakeClock(),
+        new_run_id=lambda: f"run-{next(counter)}",
+    )
+    outcomes: list[RunOutcome] = []
+    asyncio.run(
+        run_matrix(
+            cells_for([scenario], modes, trials),
+            config,
+            events.append,
+            on_done=lambda cell, outcome: outcomes.append(outcome),
+        )
+    )
+    return events, outcomes
+
+
+def bench_process(
+    *args: str, cwd: Path = ROOT, env: dict[str, str] | None = None, timeout: float | None = None
+) -> subprocess.CompletedProcess:
+    """``bench`` as a user runs it, in a child process, with no LLM_* variables unless given; killed at ``timeout``."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("LLM_")}
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**clean, **(env or {})},
+        timeout=timeout,
+    )
+
+
+@contextmanager
+def bench_child(*args: str, env: dict[str, str] | None = None) -> Iterator[subprocess.Popen[str]]:
+    """``bench`` as a child process this test owns: its whole process group is killed on any exit."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("LLM_")}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "harness", *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**clean, **(env or {})},
+        start_new_session=True,
+    )
+    try:
+        yield process
+    finally:
+        with suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+
+
+def wait_for(
+    condition: Callable[[], bool],
+    timeout_s: float = 120.0,
+    what: str = "condition",
+    process: subprocess.Popen | None = None,
+) -> None:
+    """Polls ``condition`` (a file a child writes: no event to wait on) until it holds.
+
+    Fails the test naming ``what`` as soon as ``process`` has exited without it holding (never a wait for a dead
+    child), or after ``timeout_s``: a limit for a wedged machine, never a measurement.
+    """
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if process is not None and process.poll() is not None:
+            if condition():
+                return
+            raise AssertionError(f"the child exited ({process.returncode}) before {what}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def bench_main(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture, *args: str) -> tuple[int, str, str]:
+    """Runs the real entry point in-process: exit code, stdout, stderr."""
+    from harness.cli.commands import main
+
+    monkeypatch.setattr(sys, "argv", ["bench", *args])
+    with pytest.raises(SystemExit) as stopped:
+        main()
+    captured = capsys.readouterr()
+    return stopped.value.code, captured.out, captured.err

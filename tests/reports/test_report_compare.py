@@ -1,0 +1,118 @@
+"""``bench compare``: verdicts first, only changed metrics, warnings for unlike sides, exports."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from reports.compare import compare
+from tests.helpers.bench import bench_main
+from tests.helpers.report_fixtures import Run, write_runs
+
+
+def runs(correct: int, n: int, prefix: str, **fields) -> list[Run]:
+    return [
+        Run(
+            f"{prefix}{i}",
+            "react",
+            trial=i,
+            stop_correct=i <= correct,
+            status="suspended" if i <= correct else "finished",
+            **fields,
+        )
+        for i in range(1, n + 1)
+    ]
+
+
+def test_verdicts_come_first_and_only_changed_metrics_follow(tmp_path, monkeypatch, capsys):
+    a = write_runs(tmp_path / "a", runs(8, 10, "a"))
+    b = write_runs(tmp_path / "b", runs(5, 10, "b"))
+    code, out, _err = bench_main(monkeypatch, capsys, "compare", str(a), str(b))
+    assert code == 1
+    lines = [line for line in out.splitlines() if line.strip()]
+    assert lines[0].startswith("A: ") and lines[1].startswith("B: ")
+    assert lines[2].split()[:4] == ["mode", "policy", "n", "A"]  # the verdict table comes right after
+    assert "REGRESSION: stop-correct dropped 80.0% -> 50.0%" in lines[4]
+    changed = out[out.index("metric") :]
+    assert "stop-correct" in changed and "80.0% [49.0%, 94.3%] n=10" in changed and "-30.0 pts" in changed
+    assert "steps / run" not in changed  # unchanged metrics are left out
+    assert "tokens / run" not in changed
+
+
+def test_unlike_sides_are_warned_about(tmp_path, monkeypatch, capsys):
+    a = write_runs(tmp_path / "a", runs(4, 4, "a"))
+    b = write_runs(tmp_path / "b", runs(8, 8, "b", model="other:model", gateway_policy="audit"))
+    (a / "manifest.json").write_text(json.dumps({"model_source": "replay"}))
+    (b / "manifest.json").write_text(json.dumps({"model_source": "live"}))
+    code, out, err = bench_main(monkeypatch, capsys, "compare", str(a), str(b))
+    assert code == 0, out + err
+    assert "warning: gateway policies differ: A enforce; B audit (compared as if equal)" in err
+    assert "warning: models differ: A fixture:model; B other:model" in err
+    assert "warning: model sources differ: A replay; B live" in err
+    assert "judged runs differ: react has n = 4 in A, 8 in B" in err
+    assert "react" in out and "ok" in out  # paired across the policy difference
+
+
+def test_the_p_value_is_printed_with_alpha(tmp_path, monkeypatch, capsys):
+    a = write_runs(tmp_path / "a", runs(10, 10, "a"))
+    b = write_runs(tmp_path / "b", runs(2, 10, "b"))
+    code, out, _ = bench_main(monkeypatch, capsys, "compare", str(a), str(b), "--alpha", "0.05")
+    assert code == 1
+    assert "one-sided Fisher p = 0.000357, alpha 0.05" in out  # scipy: fisher_exact([[2, 8], [10, 0]], "less")
+
+
+def test_a_rise_in_unauthorized_side_effects_is_a_regression(tmp_path):
+    base = runs(0, 4, "a")
+    worse = runs(0, 4, "b")
+    worse[0].unauthorized = 1  # a role-denied commit: unauthorized, not premature
+    a, b = write_runs(tmp_path / "a", base), write_runs(tmp_path / "b", worse)
+    [change] = compare([a], [b]).changes
+    assert change.regressions == ["unauthorized side effects rose 0.000 -> 0.250 per run"]
+
+
+def test_format_md_csv_latex_are_written_to_out(tmp_path, monkeypatch, capsys):
+    a = write_runs(tmp_path / "a", runs(8, 10, "a"))
+    b = write_runs(tmp_path / "b", runs(5, 10, "b", gateway_policy="audit"))
+    out = tmp_path / "cmp"
+    code, stdout, _ = bench_main(
+        monkeypatch, capsys, "compare", str(a), str(b), "--format", "md,csv,latex", "--out", str(out)
+    )
+    assert code == 1 and f"comparison written to {out}" in stdout
+    markdown = (out / "compare.md").read_text()
+    assert markdown.index("REGRESSION") < markdown.index("metrics that changed")
+    assert "**warning:** gateway policies differ" in markdown
+    with open(out / "compare_changes.csv") as handle:
+        rows = list(csv.DictReader(handle))
+    assert rows[0]["metric"] == "stop-correct" and rows[0]["B - A"] == "-30.0 pts"
+    latex = (out / "compare_verdicts.tex").read_text()
+    assert "\\caption{" in latex and "\\label{tab:compare-verdicts}" in latex
+
+
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["--format", "md"], "--format needs --out"),
+        (["--format", "pdf", "--out", "x"], "--format"),
+        (["--alpha", "1.5"], "--alpha"),
+    ],
+)
+def test_compare_user_errors_are_one_line(tmp_path, monkeypatch, capsys, args, needle):
+    a = write_runs(tmp_path / "a", runs(1, 1, "a"))
+    code, _, err = bench_main(monkeypatch, capsys, "compare", str(a), str(a), *args)
+    assert code == 2 and needle in err and len(err.strip().splitlines()) == 1
+
+
+def test_compare_of_the_committed_enforce_and_audit_recordings(tmp_path, monkeypatch, capsys):
+    from harness.models import RECORDED_MODEL
+
+    audit = RECORDED_MODEL.with_name("smollm2-135m-audit")
+    code, out, err = bench_main(
+        monkeypatch, capsys, "compare", str(RECORDED_MODEL), str(audit), "--format", "md", "--out", str(tmp_path / "c")
+    )
+    assert code == 1  # plan_execute and react commit premature side effects once nothing blocks them
+    assert err.splitlines()[0].startswith("warning: gateway policies differ: A enforce; B audit")
+    first = [line for line in out.splitlines() if line.strip()][2:8]
+    assert first[0].split()[:1] == ["mode"] and any("REGRESSION" in line for line in first)
+    assert (tmp_path / "c" / "compare.md").exists()

@@ -1,0 +1,161 @@
+"""Paper-ready outputs: LaTeX that compiles, figures titled with model, policy, trials and n, print resolution."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import struct
+import subprocess
+from pathlib import Path
+
+import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+from harness.models import RECORDED_MODEL
+from modes import MODES
+from reports import figures as figs
+from reports.load import load_traces
+from reports.metrics import compute, latency_samples, prepare
+from reports.report import DPI, build_report, figure_context
+from reports.tables import Column, Table, latex_escape, to_latex
+from tests.helpers.report_fixtures import Call, Run, write_runs
+
+AUDIT = RECORDED_MODEL.with_name("smollm2-135m-audit")
+
+
+@pytest.fixture(scope="module")
+def recorded_report(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("paper") / "report"
+    build_report([RECORDED_MODEL, AUDIT], out, by="scenario")
+    return out
+
+
+def pdflatex() -> str:
+    found = shutil.which("pdflatex")
+    if found is None:
+        pytest.fail(
+            "pdflatex is needed for this test: apt-get install -y --no-install-recommends "
+            "texlive-latex-base texlive-latex-recommended"
+        )
+    return found
+
+
+def compile_latex(folder: Path, body: str) -> subprocess.CompletedProcess:
+    (folder / "main.tex").write_text(
+        "\\documentclass{article}\n\\usepackage{booktabs}\n\\usepackage{graphicx}\n"
+        "\\usepackage[margin=2cm]{geometry}\n\\begin{document}\n" + body + "\n\\end{document}\n"
+    )
+    return subprocess.run(
+        [pdflatex(), "-interaction=nonstopmode", "-halt-on-error", "main.tex"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_every_latex_table_and_pdf_figure_compiles(recorded_report, tmp_path):
+    tables = sorted((recorded_report / "tables").glob("*.tex"))
+    figures = sorted((recorded_report / "figures").glob("*.pdf"))
+    assert len(tables) > 20 and len(figures) == 5
+    body = "\n".join(
+        [f"\\input{{{t}}}\n\\clearpage" for t in tables]
+        + [f"\\begin{{figure}}\\includegraphics[width=\\linewidth]{{{f}}}\\end{{figure}}" for f in figures]
+    )
+    result = compile_latex(tmp_path, body)
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert (tmp_path / "main.pdf").stat().st_size > 10_000
+
+
+def test_hostile_text_compiles_too(tmp_path):
+    nasty = "mode_1 & 50% #2 $x$ {a} ~b^c \\d <e> |f| é – \x07"
+    table = Table(
+        "nasty_table",
+        f"Title {nasty}",
+        (Column("name", "text"), Column("pass^3", "pct")),
+        ((nasty, 0.5), ("plain", float("nan"))),
+        note=f"note {nasty}",
+    )
+    result = compile_latex(tmp_path, to_latex(table, context=nasty))
+    assert result.returncode == 0, result.stdout[-3000:]
+
+
+def test_latex_has_caption_label_right_aligned_numbers_and_math_powers(recorded_report):
+    latex = (recorded_report / "tables" / "pass_k_by_mode.tex").read_text()
+    assert "\\caption{pass$^{k}$ over trials (model smollm2-135m" in latex
+    assert "\\label{tab:pass-k-by-mode}" in latex
+    assert "pass$^{1}$ & pass$^{2}$" in latex and "\\^{}" not in latex
+    spec = re.search(r"\\begin\{tabular\}\{([lr]+)\}", latex).group(1)
+    assert spec == "ll" + "r" * 5  # mode and policy left, the five pass^k columns right
+    assert latex_escape("50% of a_b") == "50\\% of a\\_b"
+
+
+def png_dpi(data: bytes) -> float:
+    at = data.index(b"pHYs")
+    x, _, unit = struct.unpack(">IIB", data[at + 4 : at + 13])
+    assert unit == 1  # metres
+    return x * 0.0254
+
+
+@pytest.mark.parametrize("name", ["verdicts", "stop_correctness", "latency", "tokens", "decision_share"])
+def test_figures_print_at_200_dpi_or_more(recorded_report, name):
+    data = (recorded_report / "figures" / f"{name}.png").read_bytes()
+    assert png_dpi(data) >= 199.9 and DPI >= 200
+    width, height = struct.unpack(">II", data[16:24])
+    assert width >= 1400 and height >= 600
+
+
+def plots_for(folders: list[Path], by: str = "mode") -> list[figs.Plot]:
+    traces = load_traces(folders)
+    prepared = prepare(traces)
+    shown = "mode" if by == "scenario" else by
+    metrics = compute(traces, shown, prepared=prepared)
+    cells = compute(traces, "scenario", prepared=prepared) if by == "scenario" else None
+    return figs.all_plots(metrics, latency_samples(prepared, shown), figure_context(prepared.runs, metrics), cells)
+
+
+def test_every_figure_title_names_model_policy_trials_and_n():
+    for plot in plots_for([RECORDED_MODEL, AUDIT]):
+        title = plot.figure.get_suptitle()
+        assert "model smollm2-135m" in title and "gateway enforce, audit" in title, title
+        assert "5 trials" in title and "n = 1300 judged runs" in title, title
+
+
+def test_legends_sit_outside_the_data(tmp_path):
+    runs = [
+        Run(f"{m}-{i}", m, trial=i, calls=[Call(100.0 + i, 300, 40, "x")], deciders=["runtime", "workflow"])
+        for m in ("react", "workflow")
+        for i in range(1, 4)
+    ]
+    for plot in plots_for([write_runs(tmp_path / "run", runs)]):
+        canvas = FigureCanvasAgg(plot.figure)
+        canvas.draw()
+        renderer = canvas.get_renderer()
+        legends = [*plot.figure.legends, *(ax.get_legend() for ax in plot.figure.axes if ax.get_legend())]
+        for legend in legends:
+            box = legend.get_window_extent(renderer)
+            for ax in plot.figure.axes:
+                assert not box.overlaps(ax.get_window_extent(renderer)), plot.name
+
+
+def test_by_scenario_draws_a_heatmap_not_a_column_of_bars():
+    plots = {p.name: p for p in plots_for([RECORDED_MODEL, AUDIT], by="scenario")}
+    heat = plots["stop_correctness"].figure
+    FigureCanvasAgg(heat).draw()
+    panels = [ax for ax in heat.axes if ax.images]
+    assert len(panels) == 2  # one per gateway policy
+    assert next(t.get_text() for t in panels[-1].get_xticklabels()) == "bank_transfer_compliance"
+    assert any(t.get_text() == "5/5" for t in panels[0].texts)  # correct / judged in the cells
+    assert heat.get_size_inches()[0] <= 7.3  # a paper's text width
+    assert len(plots["verdicts"].figure.axes[0].get_yticklabels()) == 2 * len(
+        MODES
+    )  # the others stay per mode x policy
+
+
+def test_html_tables_scroll_and_numbers_do_not_wrap(recorded_report):
+    html = (recorded_report / "report.html").read_text()
+    tables = html.count("<table ")
+    assert tables > 20 and html.count('<div class="scroll"><table ') == tables
+    assert ".num { text-align: right; white-space: nowrap;" in html
+    intervals = re.findall(r'<td class="(\w+)">\[\d+\.\d%, \d+\.\d%\]</td>', html)
+    assert intervals and set(intervals) == {"num"}  # an interval never wraps
