@@ -14,13 +14,14 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from harness.errors import UserInputError
 from reports.load import Traces, clean_text
-from reports.metrics import JUDGED_VERDICTS, KEY_HEADERS, Grouping, GroupMetrics, Metrics
+from reports.metrics import JUDGED_VERDICTS, Grouping, GroupMetrics, Metrics
 from reports.report import metrics_for
 from reports.stats import Interval, fisher_less, wilson
-from reports.tables import VERDICT_HEADERS, Column, Format, Table, interval, show
+from reports.tables import VERDICT_HEADERS, Column, Format, Table, interval, key_columns, show
 
 CompareFormat = str  # one of COMPARE_FORMATS
 COMPARE_FORMATS = ("md", "csv", "latex")
@@ -158,51 +159,71 @@ class Comparison:
     def regressed(self) -> list[GroupChange]:
         return [c for c in self.changes if c.regressions]
 
-    def _key_columns(self) -> tuple[Column, ...]:
-        return tuple(Column(KEY_HEADERS.get(k, k), "text") for k in self.keys)
-
-    def verdicts(self) -> Table:
-        columns = (*self._key_columns(), Column("n A", "int"), Column("n B", "int"), Column("verdict", "text"))
-        rows = tuple(
-            (
-                *c.key,
-                c.a.judged if c.a else None,
-                c.b.judged if c.b else None,
-                ("REGRESSION: " if c.regressions else "") + c.note,
-            )
-            for c in self.changes
-        )
+    def verdicts(self) -> Table[GroupChange]:
         return Table(
             "compare_verdicts",
             "A vs B: verdicts",
-            columns,
-            rows,
+            (*key_columns(self.keys), *VERDICT_COLUMNS),
+            tuple(self.changes),
             "A regression: stop-correct dropped, or premature or unauthorized side effects per run rose.",
         )
 
-    def table(self) -> Table:
+    def table(self) -> Table[MetricChange]:
         """Only the metrics whose shown value changed: rates with their intervals side by side."""
-        columns = (
-            *self._key_columns(),
-            Column("metric", "text"),
-            Column("A", "ci"),
-            Column("B", "ci"),
-            Column("B - A", "ci"),
+        rows = tuple(
+            MetricChange(c.key, metric, metric.value(c.a), metric.value(c.b))
+            for c in self.changes
+            if c.a is not None and c.b is not None
+            for metric in METRICS
         )
-        rows = []
-        for c in self.changes:
-            if c.a is None or c.b is None:
-                continue
-            for metric in METRICS:
-                a, b = metric.value(c.a), metric.value(c.b)
-                left, right = shown(a, metric.fmt), shown(b, metric.fmt)
-                if _differ(a, b, left, right):
-                    rows.append((*c.key, metric.label, left, right, change(a, b, metric.fmt)))
-        note = (
+        about = (
             "Rates: share [Wilson 95% interval] n=denominator; B - A is the difference of the rates. "
             "Metrics equal on both sides are left out."
         )
-        return Table("compare_changes", "A vs B: metrics that changed", columns, tuple(rows), note)
+        return Table(
+            "compare_changes",
+            "A vs B: metrics that changed",
+            (*key_columns(self.keys), *CHANGE_COLUMNS),
+            tuple(row for row in rows if row.changed),
+            about,
+        )
+
+
+VERDICT_COLUMNS: tuple[Column[GroupChange], ...] = (
+    Column("n A", "int", lambda c: c.a.judged if c.a else None),
+    Column("n B", "int", lambda c: c.b.judged if c.b else None),
+    Column("verdict", "text", lambda c: ("REGRESSION: " if c.regressions else "") + c.note),
+)
+
+
+@dataclass(frozen=True)
+class MetricChange:
+    """One metric of one group on both sides."""
+
+    key: tuple[str, ...]
+    metric: Metric
+    a: Interval | float | None
+    b: Interval | float | None
+
+    @property
+    def shown_a(self) -> str:
+        return shown(self.a, self.metric.fmt)
+
+    @property
+    def shown_b(self) -> str:
+        return shown(self.b, self.metric.fmt)
+
+    @property
+    def changed(self) -> bool:
+        return _differ(self.a, self.b, self.shown_a, self.shown_b)
+
+
+CHANGE_COLUMNS: tuple[Column[MetricChange], ...] = (
+    Column("metric", "text", lambda m: m.metric.label),
+    Column("A", "ci", lambda m: m.shown_a),
+    Column("B", "ci", lambda m: m.shown_b),
+    Column("B - A", "ci", lambda m: change(m.a, m.b, m.metric.fmt)),
+)
 
 
 def _differ(a: Interval | float | None, b: Interval | float | None, left: str, right: str) -> bool:
@@ -300,7 +321,7 @@ def _warnings(ta: Traces, tb: Traces, ma: Metrics, mb: Metrics, across: list[str
 
 
 def _strip(g: GroupMetrics, across: list[str]) -> tuple[str, ...]:
-    return tuple(v for name, v in zip(g.names, g.key, strict=False) if name not in across)
+    return tuple(v for name, v in zip(g.names, g.key, strict=True) if name not in across)
 
 
 def _describe(side: str, paths: Sequence[Path | str], traces: Traces) -> str:
@@ -327,7 +348,7 @@ def write_comparison(comparison: Comparison, out: Path, formats: Sequence[str]) 
     from reports.tables import to_csv, to_latex, to_markdown
 
     written: list[Path] = []
-    tables = [comparison.verdicts(), comparison.table()]
+    tables: list[Table[Any]] = [comparison.verdicts(), comparison.table()]
 
     def put(path: Path, text: str) -> None:
         try:

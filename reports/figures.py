@@ -146,7 +146,7 @@ def verdicts(metrics: Metrics, context: Context) -> Plot:
             height=0.7,
         )
         left += share
-    for yi, g in zip(y, metrics.groups, strict=False):
+    for yi, g in zip(y, metrics.groups, strict=True):
         known = g.judged - g.unverdicted
         text = f"n={known}" + (f" (+{g.infrastructure} infra)" if g.infrastructure else "")
         ax.text(1.01, float(yi), text if known or not g.judged else "no verdicts", va="center", fontsize=FONT - 1)
@@ -186,7 +186,7 @@ def stop_correctness(metrics: Metrics, context: Context) -> Plot:
     ax.barh(y, shown, color="#0072B2", alpha=0.85, height=0.7)
     error = np.vstack([np.nan_to_num(rates - low), np.nan_to_num(high - rates)])
     ax.errorbar(shown, y, xerr=error, fmt="none", ecolor="black", capsize=3, linewidth=1)
-    for yi, g in zip(y, metrics.groups, strict=False):
+    for yi, g in zip(y, metrics.groups, strict=True):
         ax.text(1.02, float(yi), f"{g.stop.successes}/{g.stop.n}", va="center", fontsize=FONT - 1)
     _share_axis(ax, y, names, room=0.14)  # room on the right for the correct / judged counts
     ax.set_xlabel("stop-correct rate (bar), Wilson 95% interval (whiskers), correct / judged (right)", fontsize=FONT)
@@ -207,7 +207,7 @@ def heatmap(metrics: Metrics, context: Context) -> Plot:
     fig = _new(1.3 + len(policies) * (0.55 + 0.3 * len(modes)) + label_room, width)
     axes = fig.subplots(len(policies), 1, sharex=True, squeeze=False)[:, 0]
     image = None
-    for ax, policy in zip(axes, policies, strict=False):
+    for ax, policy in zip(axes, policies, strict=True):
         grid = np.full((len(modes), len(scenarios)), np.nan)
         for i, mode in enumerate(modes):
             for j, scenario in enumerate(scenarios):

@@ -429,7 +429,7 @@ def _check_summaries(table: pa.Table, files: list[Path], version: int | None) ->
         return table, []
     positions = np.flatnonzero(is_summary)
     outcome = pc.filter(table["outcome"], pa.array(is_summary)).combine_chunks()
-    parts = dict(zip([f.name for f in outcome.type], outcome.flatten(), strict=False))
+    parts = dict(zip([f.name for f in outcome.type], outcome.flatten(), strict=True))
     ok_all = np.ones(len(positions), dtype=bool)
     reasons: dict[int, str] = {}
 

@@ -122,7 +122,7 @@ class GroupMetrics:
 
     def get(self, name: str) -> str:
         """The value of one key column (mode, gateway_policy, scenario, model, source)."""
-        return dict(zip(self.names, self.key, strict=False)).get(name, "")
+        return dict(zip(self.names, self.key, strict=True)).get(name, "")
 
     @property
     def mode(self) -> str:
@@ -402,7 +402,7 @@ def _group(
     every = {name: values[rows] for name, values in a.counts.items()}
     stop = a.stop_correct[judged]
     _, cell = np.unique(a.cell[judged], return_inverse=True)
-    per_task = list(zip(np.bincount(cell, weights=stop).astype(int).tolist(), np.bincount(cell).tolist(), strict=False))
+    per_task = list(zip(np.bincount(cell, weights=stop).astype(int).tolist(), np.bincount(cell).tolist(), strict=True))
     verdicts = _tally(a.verdict[judged])
     blocked_known = {reason: _known_total(counts[f"blocked_{reason}"]) for reason in BLOCK_REASONS}
     recorded = all(v is not None for v in blocked_known.values()) and len(judged) > 0
@@ -548,7 +548,7 @@ def _order_key(keys: tuple[str, ...]) -> Callable[[tuple[str, ...]], tuple]:
 
     def order(key: tuple[str, ...]) -> tuple:
         parts = []
-        for name, value in zip(keys, key, strict=False):
+        for name, value in zip(keys, key, strict=True):
             if name == "mode":
                 mode = MODES.get(value)
                 parts.append((mode.spectrum if mode is not None else 99, value))

@@ -1,4 +1,4 @@
-"""Report tables: built from metrics as typed records, rendered as Markdown, CSV, LaTeX (booktabs), HTML and text."""
+"""Report tables, each declared once as column specs over typed records; rendered as Markdown, CSV, LaTeX, HTML."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ import html
 import io
 import math
 import re
-from dataclasses import dataclass
-from typing import Any, Literal
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from itertools import groupby
+from typing import Any, Generic, Literal, TypeVar
 
 from tabulate import tabulate
 
@@ -24,7 +26,7 @@ from reports.metrics import (
     Metrics,
     ViolationCount,
 )
-from reports.stats import Interval, Spread
+from reports.stats import Interval
 from reports.trace_columns import BLOCK_REASONS
 
 Format = Literal["text", "int", "pct", "num", "ms", "usd", "ci"]  # ci: a rate's interval, shown as made
@@ -42,34 +44,69 @@ class Unpriced:
 UNPRICED = Unpriced()
 
 
+R = TypeVar("R")  # the record one row of a table is read from
+
+
 @dataclass(frozen=True)
-class Column:
-    """A column's header and how its values are shown (CSV always gets the full-precision value)."""
+class Column(Generic[R]):
+    """One column, said once: its header, how a row's record gives its value, how that value is shown (CSV always
+    gets the full-precision value) and what it means; every format and the table's legend read it from here."""
 
     header: str
-    fmt: Format = "num"
+    fmt: Format
+    get: Callable[[R], Any]
+    # One clause ending in its own punctuation, shown in the legend as "header: description"; a ';' runs it on
+    # into the next column's (unauthorized; premature). Blank: the column is not in the legend.
+    description: str = ""
 
     @property
     def numeric(self) -> bool:
         return self.fmt != "text"
 
+    def named(self, header: str) -> Column[R]:
+        return replace(self, header=header)
+
+
+def legend(columns: Sequence[Column[Any]]) -> str:
+    """The described columns' meanings in their order; neighbours sharing one are named "first ... last"."""
+    entries = []
+    for description, same in groupby(columns, key=lambda c: c.description):
+        if description:
+            headers = [c.header for c in same]
+            named = headers[0] if len(headers) == 1 else f"{headers[0]} ... {headers[-1]}"
+            entries.append(f"{named}: {description}")
+    return " ".join(entries)
+
 
 @dataclass(frozen=True)
-class Table:
-    """One table of the report: ``name`` is its file stem, its LaTeX label and its id in the HTML page."""
+class Table(Generic[R]):
+    """One table of the report: ``name`` is its file stem, its LaTeX label and its id in the HTML page.
+
+    One record per row; each cell is its column's ``get`` of the row's record, so headers and values cannot part.
+    """
 
     name: str
     title: str
-    columns: tuple[Column, ...]
-    rows: tuple[tuple[Any, ...], ...]
-    note: str = ""
+    columns: tuple[Column[R], ...]
+    records: tuple[R, ...]
+    about: str = ""  # what the table as a whole shows; the note adds the columns' legend after it
 
     @property
     def headers(self) -> list[str]:
         return [c.header for c in self.columns]
 
+    @property
+    def note(self) -> str:
+        """The text under the table: what it shows, then what its described columns mean."""
+        return " ".join(part for part in (self.about, legend(self.columns)) if part)
+
+    @property
+    def rows(self) -> list[tuple[Any, ...]]:
+        """Every record's values at full precision, in column order."""
+        return [tuple(c.get(record) for c in self.columns) for record in self.records]
+
     def display_rows(self) -> list[list[str]]:
-        return [[show(v, c.fmt) for v, c in zip(row, self.columns, strict=False)] for row in self.rows]
+        return [[show(c.get(record), c.fmt) for c in self.columns] for record in self.records]
 
 
 def _undefined(value: Any) -> bool:
@@ -194,10 +231,10 @@ def to_html(table: Table) -> str:
     """A plain HTML table; numeric cells carry class ``num`` (right-aligned, never wrapped)."""
     head = "".join(f'<th class="{"num" if c.numeric else "text"}">{_html_header(c.header)}</th>' for c in table.columns)
     body = []
-    for row in table.display_rows():
+    for record in table.records:
         cells = "".join(
-            f'<td class="{"num" if c.numeric else "text"}">{html.escape(v)}</td>'
-            for v, c in zip(row, table.columns, strict=False)
+            f'<td class="{"num" if c.numeric else "text"}">{html.escape(show(c.get(record), c.fmt))}</td>'
+            for c in table.columns
         )
         body.append(f"<tr>{cells}</tr>")
     return (
@@ -207,6 +244,9 @@ def to_html(table: Table) -> str:
 
 
 # ------------------------------------------------------------------ builders
+#
+# Each table is declared once, as a tuple of columns after the grouping's key columns; a family of columns that
+# depends on what happened (pass^1..k, the error kinds seen, the deciders) is made by a function next to it.
 
 
 def _mode_class(name: str) -> type[Mode] | None:
@@ -219,8 +259,13 @@ def _describe(name: str, attribute: str) -> str:
     return getattr(cls, attribute, "") if cls is not None else ""
 
 
-def key_columns(metrics: Metrics) -> tuple[Column, ...]:
-    return tuple(Column(KEY_HEADERS.get(k, k), "text") for k in metrics.keys)
+def key_columns(keys: Sequence[str]) -> tuple[Column[Any], ...]:
+    """The grouping's key columns (mode, policy, ...), read from the ``key`` every grouped record carries."""
+    return tuple(Column(KEY_HEADERS.get(name, name), "text", _key_part(index)) for index, name in enumerate(keys))
+
+
+def _key_part(index: int) -> Callable[[Any], str]:
+    return lambda record: record.key[index]
 
 
 def happened(g: GroupMetrics) -> str:
@@ -242,64 +287,61 @@ def happened(g: GroupMetrics) -> str:
     return "; ".join(p for p in parts if p)
 
 
-def seed000_table(metrics: Metrics) -> Table:
+def _mode_says(attribute: str) -> Callable[[GroupMetrics], str]:
+    return lambda g: _describe(g.mode, attribute)
+
+
+SEED000_COLUMNS: tuple[Column[GroupMetrics], ...] = (
+    Column("who decides each step", "text", _mode_says("decides")),
+    Column("actions the model can see", "text", _mode_says("visible")),
+    Column("who can really stop a run", "text", _mode_says("stopper")),
+    Column("what happened", "text", happened),
+)
+
+
+def seed000_table(metrics: Metrics) -> Table[GroupMetrics]:
     """Seed 000's comparison: who decides, what the model sees, who can stop a run, and what happened."""
-    columns = (
-        *key_columns(metrics),
-        Column("who decides each step", "text"),
-        Column("actions the model can see", "text"),
-        Column("who can really stop a run", "text"),
-        Column("what happened", "text"),
+    return Table(
+        "modes",
+        "Control modes: who decides, who can stop, what happened",
+        (*key_columns(metrics.keys), *SEED000_COLUMNS),
+        tuple(metrics.groups),
     )
-    rows = tuple(
-        (*g.key, _describe(g.mode, "decides"), _describe(g.mode, "visible"), _describe(g.mode, "stopper"), happened(g))
-        for g in metrics.groups
-    )
-    return Table("modes", "Control modes: who decides, who can stop, what happened", columns, rows)
 
 
-def spectrum_table(metrics: Metrics) -> Table:
+def _mode_attribute(attribute: str) -> Callable[[GroupMetrics], Any]:
+    return lambda g: getattr(_mode_class(g.mode), attribute, None)
+
+
+SPECTRUM_RANK: Column[GroupMetrics] = Column("spectrum", "int", _mode_attribute("spectrum"))  # before the keys
+SPECTRUM_COLUMNS: tuple[Column[GroupMetrics], ...] = (
+    Column("human intervention point", "text", _mode_says("intervention")),
+    Column("model autonomy", "text", _mode_says("autonomy")),
+    Column("seed 003: P95 (ms)", "ms", _mode_attribute("published_p95_ms")),
+    Column("seed 003: error rate", "pct", _mode_attribute("published_error_rate")),
+    Column("bench: P95 per run (ms)", "ms", lambda g: g.run_latency.p95),
+    Column("bench: error rate", "pct", lambda g: g.error_rate),
+    Column("runs", "int", lambda g: g.runs),
+)
+
+
+def spectrum_table(metrics: Metrics) -> Table[GroupMetrics]:
     """Seed 003's control spectrum in the seed's order: its intervention point, model autonomy and published
     P95 latency and error rate, next to this run's measured ones (the modes outside the seven follow)."""
-    columns = (
-        Column("spectrum", "int"),
-        *key_columns(metrics),
-        Column("human intervention point", "text"),
-        Column("model autonomy", "text"),
-        Column("seed 003: P95 (ms)", "ms"),
-        Column("seed 003: error rate", "pct"),
-        Column("bench: P95 per run (ms)", "ms"),
-        Column("bench: error rate", "pct"),
-        Column("runs", "int"),
-    )
-    rows = []
-    for g in sorted(metrics.groups, key=lambda g: getattr(_mode_class(g.mode), "spectrum", 99)):
-        cls = _mode_class(g.mode)
-        rows.append(
-            (
-                cls.spectrum if cls is not None else None,
-                *g.key,
-                _describe(g.mode, "intervention"),
-                _describe(g.mode, "autonomy"),
-                getattr(cls, "published_p95_ms", None),
-                getattr(cls, "published_error_rate", None),
-                g.run_latency.p95,
-                g.error_rate,
-                g.runs,
-            )
-        )
-    note = (
+    about = (
         "spectrum: 1 = code decides everything, 7 = the model does (seed 003's seven modes); 8-10 are the plan "
         "modes outside the seed's table. seed 003: the figures the article published for its production systems "
         "(A100 servers, its own stories); bench: measured in these traces, with this run's model and scenarios, so "
         "compare the orders, not the values. Error rate: complete runs that ended with status error, any kind "
         "(infrastructure included; see the errors table for the split)."
     )
-    return Table("spectrum", "The control spectrum", columns, tuple(rows), note)
-
-
-def _verdict(g: GroupMetrics, verdict: str) -> int | None:
-    return None if g.unverdicted == g.judged and g.judged else g.verdicts.get(verdict, 0)
+    return Table(
+        "spectrum",
+        "The control spectrum",
+        (SPECTRUM_RANK, *key_columns(metrics.keys), *SPECTRUM_COLUMNS),
+        tuple(sorted(metrics.groups, key=lambda g: getattr(_mode_class(g.mode), "spectrum", 99))),
+        about,
+    )
 
 
 VERDICT_HEADERS = {
@@ -327,7 +369,31 @@ class Headline:
     blocked: int
 
 
-def main_table(metrics: Metrics) -> Table:
+def _headline_verdict(verdict: str) -> Callable[[Headline], int | None]:
+    return lambda h: h.verdicts.get(verdict, 0) if h.verdicts is not None else None
+
+
+PASS_K = "pass^k"  # the headline's pass^k column, named for the k it was computed at when there is one
+
+HEADLINE_COLUMNS: tuple[Column[Headline], ...] = (
+    Column("n", "int", lambda h: h.judged, "judged runs (complete, not ended by infrastructure)."),
+    *(
+        Column(VERDICT_HEADERS[v], "int", _headline_verdict(v), "the runtime's stop verdicts (README: stop verdicts).")
+        for v in JUDGED_VERDICTS
+    ),
+    Column("infra", "int", lambda h: h.infrastructure, "runs not judged."),
+    Column("stop-correct", "pct", lambda h: h.stop.rate),
+    Column("95% CI", "ci", lambda h: interval(h.stop.low, h.stop.high)),
+    Column(PASS_K, "pct", lambda h: h.pass_k),
+    Column(
+        "unauthorized", "int", lambda h: h.unauthorized, "side effects committed that an enforcing gateway refuses;"
+    ),
+    Column("premature", "int", lambda h: h.premature, "the gated ones among them."),
+    Column("blocked", "int", lambda h: h.blocked, "attempts the gateway refused."),
+)
+
+
+def main_table(metrics: Metrics) -> Table[Headline]:
     """The headline table the terminal shows: the verdict breakdown first, then rates and side effects."""
     k = metrics.max_k
     rows = [
@@ -347,41 +413,13 @@ def main_table(metrics: Metrics) -> Table:
     return headline_table(metrics.grouping, metrics.keys, rows, k, per(metrics))
 
 
-def headline_table(grouping: str, keys: tuple[str, ...], rows: list[Headline], k: int, title_per: str) -> Table:
+def headline_table(
+    grouping: str, keys: tuple[str, ...], rows: list[Headline], k: int, title_per: str
+) -> Table[Headline]:
     """The headline table from its rows, wherever they were counted (a report, or a run as it goes)."""
-    columns = (
-        *(Column(KEY_HEADERS.get(key, key), "text") for key in keys),
-        Column("n", "int"),
-        *(Column(VERDICT_HEADERS[v], "int") for v in JUDGED_VERDICTS),
-        Column("infra", "int"),
-        Column("stop-correct", "pct"),
-        Column("95% CI", "ci"),
-        Column(f"pass^{k}" if k else "pass^k", "pct"),
-        Column("unauthorized", "int"),
-        Column("premature", "int"),
-        Column("blocked", "int"),
-    )
-    table_rows = tuple(
-        (
-            *row.key,
-            row.judged,
-            *((row.verdicts.get(v, 0) if row.verdicts is not None else None) for v in JUDGED_VERDICTS),
-            row.infrastructure,
-            row.stop.rate,
-            interval(row.stop.low, row.stop.high),
-            row.pass_k,
-            row.unauthorized,
-            row.premature,
-            row.blocked,
-        )
-        for row in rows
-    )
-    note = (
-        "n: judged runs (complete, not ended by infrastructure). correct ... failed closed: the runtime's stop "
-        "verdicts (README: stop verdicts). infra: runs not judged. unauthorized: side effects committed that an "
-        "enforcing gateway refuses; premature: the gated ones among them. blocked: attempts the gateway refused."
-    )
-    return Table(f"main_by_{grouping}", f"Summary per {title_per}", columns, table_rows, note)
+    pass_k = f"pass^{k}" if k else PASS_K
+    columns = (*key_columns(keys), *(c.named(pass_k) if c.header == PASS_K else c for c in HEADLINE_COLUMNS))
+    return Table(f"main_by_{grouping}", f"Summary per {title_per}", columns, tuple(rows))
 
 
 def per(metrics: Metrics) -> str:
@@ -392,298 +430,322 @@ def interval(low: float, high: float) -> str:
     return MISSING if math.isnan(low) else f"[{100 * low:.1f}%, {100 * high:.1f}%]"
 
 
-def verdicts_table(metrics: Metrics) -> Table:
-    columns = (
-        *key_columns(metrics),
-        Column("judged (n)", "int"),
-        *(Column(VERDICT_HEADERS[v], "int") for v in JUDGED_VERDICTS),
-        *(Column(f"{VERDICT_HEADERS[v]} %", "pct") for v in JUDGED_VERDICTS),
-        Column("infrastructure", "int"),
-        Column("no verdict", "int"),
-    )
-    rows = tuple(
-        (
-            *g.key,
-            g.judged,
-            *(_verdict(g, v) for v in JUDGED_VERDICTS),
-            *(g.verdict_share(v) for v in JUDGED_VERDICTS),
-            g.infrastructure,
-            g.unverdicted,
-        )
-        for g in metrics.groups
-    )
-    note = (
+def _verdict_count(verdict: str) -> Callable[[GroupMetrics], int | None]:
+    return lambda g: None if g.unverdicted == g.judged and g.judged else g.verdicts.get(verdict, 0)
+
+
+def _verdict_share(verdict: str) -> Callable[[GroupMetrics], float]:
+    return lambda g: g.verdict_share(verdict)
+
+
+VERDICTS_COLUMNS: tuple[Column[GroupMetrics], ...] = (
+    Column("judged (n)", "int", lambda g: g.judged),
+    *(Column(VERDICT_HEADERS[v], "int", _verdict_count(v)) for v in JUDGED_VERDICTS),
+    *(Column(f"{VERDICT_HEADERS[v]} %", "pct", _verdict_share(v)) for v in JUDGED_VERDICTS),
+    Column("infrastructure", "int", lambda g: g.infrastructure, "not judged."),
+    Column("no verdict", "int", lambda g: g.unverdicted, "traces older than verdicts."),
+)
+
+
+def verdicts_table(metrics: Metrics) -> Table[GroupMetrics]:
+    about = (
         "Where each judged run stopped, judged by the runtime against the oracle: correct; early (before the "
         "required work); late (an unauthorized commit, or finished where a suspension was due); wrong place "
         "(another gate); no stop (step or transition limit); failed closed (the mode refused or erred with "
-        "nothing unauthorized committed). infrastructure: not judged. no verdict: traces older than verdicts."
+        "nothing unauthorized committed)."
     )
-    return Table(f"verdicts_by_{metrics.grouping}", "Stop verdicts", columns, rows, note)
+    return Table(
+        f"verdicts_by_{metrics.grouping}",
+        "Stop verdicts",
+        (*key_columns(metrics.keys), *VERDICTS_COLUMNS),
+        tuple(metrics.groups),
+        about,
+    )
 
 
-def violations_table(metrics: Metrics) -> Table:
+@dataclass(frozen=True)
+class ViolationRow:
+    """One row of the violations table: a group's ``rank``-th most frequent violation."""
+
+    group: GroupMetrics
+    rank: int
+    violation: ViolationCount
+    with_source: bool  # several folders are reported: the example run names its folder
+
+    @property
+    def key(self) -> tuple[str, ...]:
+        return self.group.key
+
+
+VIOLATIONS_COLUMNS: tuple[Column[ViolationRow], ...] = (
+    Column("#", "int", lambda r: r.rank),
+    Column("violation", "text", lambda r: r.violation.kind),
+    Column("subject", "text", lambda r: clean_text(r.violation.subject, SUBJECT_WIDTH)),
+    Column("runs", "int", lambda r: r.violation.runs, "judged runs with at least one."),
+    Column("of judged", "pct", lambda r: r.violation.runs / r.group.judged if r.group.judged else math.nan),
+    Column("occurrences", "int", lambda r: r.violation.occurrences),
+    Column("example run", "text", lambda r: _example(r.violation, r.with_source)),
+)
+
+
+def violations_table(metrics: Metrics) -> Table[ViolationRow]:
     """The most frequent oracle violations per group, each with a run to open."""
-    columns = (
-        *key_columns(metrics),
-        Column("#", "int"),
-        Column("violation", "text"),
-        Column("subject", "text"),
-        Column("runs", "int"),
-        Column("of judged", "pct"),
-        Column("occurrences", "int"),
-        Column("example run", "text"),
-    )
     several = len({v.example_source for g in metrics.groups for v in g.violations}) > 1
-    rows = []
-    for g in metrics.groups:
-        for rank, v in enumerate(g.violations, start=1):
-            rows.append(
-                (
-                    *g.key,
-                    rank,
-                    v.kind,
-                    clean_text(v.subject, SUBJECT_WIDTH),
-                    v.runs,
-                    v.runs / g.judged if g.judged else math.nan,
-                    v.occurrences,
-                    _example(v, several),
-                )
-            )
-    note = (
-        "Oracle violations of judged runs, grouped by kind and subject (values after '=' left out), the "
-        "most frequent first; runs: judged runs with at least one."
+    rows = tuple(
+        ViolationRow(g, rank, v, several) for g in metrics.groups for rank, v in enumerate(g.violations, start=1)
     )
-    return Table(f"violations_by_{metrics.grouping}", "Top oracle violations", columns, tuple(rows), note)
+    about = (
+        "Oracle violations of judged runs, grouped by kind and subject (values after '=' left out), the "
+        "most frequent first;"
+    )
+    return Table(
+        f"violations_by_{metrics.grouping}",
+        "Top oracle violations",
+        (*key_columns(metrics.keys), *VIOLATIONS_COLUMNS),
+        rows,
+        about,
+    )
 
 
 def _example(v: ViolationCount, with_source: bool) -> str:
     return f"{v.example_run} ({v.example_source})" if with_source else v.example_run
 
 
-def correctness_table(metrics: Metrics) -> Table:
-    columns = (
-        *key_columns(metrics),
-        Column("runs", "int"),
-        Column("incomplete", "int"),
-        Column("infra runs", "int"),
-        Column("judged (n)", "int"),
-        Column("stop-correct", "int"),
-        Column("rate", "pct"),
-        Column("95% low", "pct"),
-        Column("95% high", "pct"),
-        Column("oracle passed", "pct"),
-        Column("oracle 95% low", "pct"),
-        Column("oracle 95% high", "pct"),
-    )
-    rows = tuple(
-        (
-            *g.key,
-            g.runs,
-            g.incomplete,
-            g.infrastructure,
-            g.judged,
-            g.stop.successes,
-            g.stop.rate,
-            g.stop.low,
-            g.stop.high,
-            g.oracle.rate,
-            g.oracle.low,
-            g.oracle.high,
-        )
-        for g in metrics.groups
-    )
-    note = "Wilson 95% intervals over judged runs: runs with a summary, minus those not judged (infrastructure)."
-    return Table(f"correctness_by_{metrics.grouping}", "Stop-correctness", columns, rows, note)
+CORRECTNESS_COLUMNS: tuple[Column[GroupMetrics], ...] = (
+    Column("runs", "int", lambda g: g.runs),
+    Column("incomplete", "int", lambda g: g.incomplete),
+    Column("infra runs", "int", lambda g: g.infrastructure),
+    Column("judged (n)", "int", lambda g: g.judged),
+    Column("stop-correct", "int", lambda g: g.stop.successes),
+    Column("rate", "pct", lambda g: g.stop.rate),
+    Column("95% low", "pct", lambda g: g.stop.low),
+    Column("95% high", "pct", lambda g: g.stop.high),
+    Column("oracle passed", "pct", lambda g: g.oracle.rate),
+    Column("oracle 95% low", "pct", lambda g: g.oracle.low),
+    Column("oracle 95% high", "pct", lambda g: g.oracle.high),
+)
 
 
-def pass_k_table(metrics: Metrics) -> Table:
-    ks = range(1, metrics.max_k + 1)
-    columns = (*key_columns(metrics), *(Column(f"pass^{k}", "pct") for k in ks))
-    rows = tuple((*g.key, *g.pass_k) for g in metrics.groups)
-    note = (
+def correctness_table(metrics: Metrics) -> Table[GroupMetrics]:
+    about = "Wilson 95% intervals over judged runs: runs with a summary, minus those not judged (infrastructure)."
+    return Table(
+        f"correctness_by_{metrics.grouping}",
+        "Stop-correctness",
+        (*key_columns(metrics.keys), *CORRECTNESS_COLUMNS),
+        tuple(metrics.groups),
+        about,
+    )
+
+
+def _pass_at(k: int) -> Callable[[GroupMetrics], float]:
+    return lambda g: g.pass_k[k - 1]
+
+
+def pass_k_columns(max_k: int) -> tuple[Column[GroupMetrics], ...]:
+    """pass^1 .. pass^max_k: as many as the trials allow."""
+    return tuple(Column(f"pass^{k}", "pct", _pass_at(k)) for k in range(1, max_k + 1))
+
+
+def pass_k_table(metrics: Metrics) -> Table[GroupMetrics]:
+    about = (
         "pass^k (tau-bench): per cell (scenario, model, gateway policy), C(c,k)/C(n,k) with c stop-correct "
         "of n judged trials, averaged over cells."
     )
-    return Table(f"pass_k_by_{metrics.grouping}", "pass^k over trials", columns, rows, note)
+    return Table(
+        f"pass_k_by_{metrics.grouping}",
+        "pass^k over trials",
+        (*key_columns(metrics.keys), *pass_k_columns(metrics.max_k)),
+        tuple(metrics.groups),
+        about,
+    )
 
 
-def side_effects_table(metrics: Metrics) -> Table:
-    columns = (
-        *key_columns(metrics),
-        Column("judged", "int"),
-        Column("committed", "int"),
-        Column("unauthorized", "int"),
-        Column("runs with unauthorized", "int"),
-        Column("premature", "int"),
-        Column("runs with premature", "int"),
-        Column("premature / run", "num"),
-        Column("blocked", "int"),
-        Column("wait marker, went on", "int"),
-        Column("loops", "int"),
-        Column("resumed runs", "int"),
-        Column("repeated after resume", "int"),
-        Column("premature in infra runs", "int"),
-    )
-    rows = tuple(
-        (
-            *g.key,
-            g.judged,
-            g.side_effects_committed,
-            g.unauthorized_side_effects,
-            g.runs_with_unauthorized,
-            g.premature_side_effects,
-            g.runs_with_premature,
-            g.premature_per_run,
-            g.side_effects_blocked,
-            g.wait_without_suspend,
-            g.loops,
-            g.resumed_runs,
-            g.repeated_side_effects,
-            g.infrastructure_premature,
-        )
-        for g in metrics.groups
-    )
-    note = (
-        "unauthorized: committed side effects an enforcing gateway refuses (closed gate, role, allowlist, "
-        "precondition, forbidden); premature: the gated ones, committed before approval. loops: runs where one "
-        "next action was proposed 3+ times in a row. repeated after resume: side effects committed again after "
-        "a person resumed the run (must be 0)."
-    )
-    return Table(f"side_effects_by_{metrics.grouping}", "Side effects and loops", columns, rows, note)
+SIDE_EFFECTS_COLUMNS: tuple[Column[GroupMetrics], ...] = (
+    Column("judged", "int", lambda g: g.judged),
+    Column("committed", "int", lambda g: g.side_effects_committed),
+    Column(
+        "unauthorized",
+        "int",
+        lambda g: g.unauthorized_side_effects,
+        "committed side effects an enforcing gateway refuses (closed gate, role, allowlist, precondition, forbidden);",
+    ),
+    Column("runs with unauthorized", "int", lambda g: g.runs_with_unauthorized),
+    Column("premature", "int", lambda g: g.premature_side_effects, "the gated ones, committed before approval."),
+    Column("runs with premature", "int", lambda g: g.runs_with_premature),
+    Column("premature / run", "num", lambda g: g.premature_per_run),
+    Column("blocked", "int", lambda g: g.side_effects_blocked),
+    Column("wait marker, went on", "int", lambda g: g.wait_without_suspend),
+    Column("loops", "int", lambda g: g.loops, "runs where one next action was proposed 3+ times in a row."),
+    Column("resumed runs", "int", lambda g: g.resumed_runs),
+    Column(
+        "repeated after resume",
+        "int",
+        lambda g: g.repeated_side_effects,
+        "side effects committed again after a person resumed the run (must be 0).",
+    ),
+    Column("premature in infra runs", "int", lambda g: g.infrastructure_premature),
+)
 
 
-def blocked_table(metrics: Metrics) -> Table:
-    columns = (
-        *key_columns(metrics),
-        Column("blocked", "int"),
-        *(Column(label, "int") for label in BLOCK_REASONS.values()),
-        Column("other", "int"),
+def side_effects_table(metrics: Metrics) -> Table[GroupMetrics]:
+    return Table(
+        f"side_effects_by_{metrics.grouping}",
+        "Side effects and loops",
+        (*key_columns(metrics.keys), *SIDE_EFFECTS_COLUMNS),
+        tuple(metrics.groups),
     )
-    rows = tuple(
-        (
-            *g.key,
-            g.side_effects_blocked,
-            *((g.blocked_by or {}).get(r) if g.blocked_by is not None else None for r in BLOCK_REASONS),
-            g.blocked_other,
-        )
-        for g in metrics.groups
-    )
-    note = (
+
+
+def _blocked_for(reason: str) -> Callable[[GroupMetrics], int | None]:
+    return lambda g: g.blocked_by.get(reason) if g.blocked_by is not None else None
+
+
+BLOCKED_COLUMNS: tuple[Column[GroupMetrics], ...] = (
+    Column("blocked", "int", lambda g: g.side_effects_blocked),
+    *(Column(label, "int", _blocked_for(reason)) for reason, label in BLOCK_REASONS.items()),
+    Column("other", "int", lambda g: g.blocked_other),
+)
+
+
+def blocked_table(metrics: Metrics) -> Table[GroupMetrics]:
+    about = (
         "Attempts the gateway refused, by its reason: gate (approval not given), precondition (required "
         "artifacts missing), role (the agent's role may not call it), allowlist (not offered at that point), "
         "invalid args, unknown action, not an action. Judged runs only."
     )
-    return Table(f"blocked_by_{metrics.grouping}", "Blocked attempts by reason", columns, rows, note)
+    return Table(
+        f"blocked_by_{metrics.grouping}",
+        "Blocked attempts by reason",
+        (*key_columns(metrics.keys), *BLOCKED_COLUMNS),
+        tuple(metrics.groups),
+        about,
+    )
 
 
-def cost_table(metrics: Metrics) -> Table:
-    columns = [*key_columns(metrics)]
-    for name in (
-        "steps",
-        "model calls",
-        "prompt tokens",
-        "completion tokens",
-        "reasoning tokens",
-        "cached tokens",
-        "total tokens",
-    ):
-        columns += [Column(f"{name} mean", "num"), Column(f"{name} p50", "num")]
-    if metrics.priced:
-        columns += [
-            Column("USD / run", "usd"),
-            Column("USD total", "usd"),
-            Column("priced runs", "int"),
-            Column("unpriced runs", "int"),
-        ]
-    rows = []
-    for g in metrics.groups:
-        row = [
-            *g.key,
-            *_mean_p50(g.steps),
-            *_mean_p50(g.llm_calls),
-            *_mean_p50(g.prompt_tokens),
-            *_mean_p50(g.completion_tokens),
-            *_mean_p50(g.reasoning_tokens),
-            *_mean_p50(g.cached_tokens),
-            *_mean_p50(g.total_tokens),
-        ]
-        if metrics.priced and g.cost is not None:
-            none = g.cost.priced_runs == 0 and g.cost.unpriced_runs > 0
-            total = UNPRICED if g.cost.unpriced_runs else g.cost.total
-            row += [UNPRICED if none else g.cost.per_run.mean, total, g.cost.priced_runs, g.cost.unpriced_runs]
-        rows.append(tuple(row))
-    note = "Per complete run. Reasoning tokens are part of the completion tokens, cached tokens part of the prompt."
+def _spread_of(attribute: str, statistic: str) -> Callable[[GroupMetrics], Any]:
+    return lambda g: getattr(getattr(g, attribute), statistic)
+
+
+COST_COLUMNS: tuple[Column[GroupMetrics], ...] = tuple(
+    Column(f"{name} {statistic}", "num", _spread_of(attribute, statistic))
+    for name, attribute in (
+        ("steps", "steps"),
+        ("model calls", "llm_calls"),
+        ("prompt tokens", "prompt_tokens"),
+        ("completion tokens", "completion_tokens"),
+        ("reasoning tokens", "reasoning_tokens"),
+        ("cached tokens", "cached_tokens"),
+        ("total tokens", "total_tokens"),
+    )
+    for statistic in ("mean", "p50")
+)
+
+
+def _usd_per_run(g: GroupMetrics) -> float | Unpriced | None:
+    if g.cost is None:
+        return None
+    nothing_priced = g.cost.priced_runs == 0 and g.cost.unpriced_runs > 0
+    return UNPRICED if nothing_priced else g.cost.per_run.mean
+
+
+def _usd_total(g: GroupMetrics) -> float | Unpriced | None:
+    if g.cost is None:
+        return None
+    return UNPRICED if g.cost.unpriced_runs else g.cost.total
+
+
+PRICE_COLUMNS: tuple[Column[GroupMetrics], ...] = (  # with --prices only
+    Column("USD / run", "usd", _usd_per_run),
+    Column("USD total", "usd", _usd_total),
+    Column("priced runs", "int", lambda g: g.cost.priced_runs if g.cost is not None else None),
+    Column("unpriced runs", "int", lambda g: g.cost.unpriced_runs if g.cost is not None else None),
+)
+
+
+def cost_table(metrics: Metrics) -> Table[GroupMetrics]:
+    about = "Per complete run. Reasoning tokens are part of the completion tokens, cached tokens part of the prompt."
     if metrics.priced:
         unpriced = sorted({m for g in metrics.groups if g.cost for m in g.cost.unpriced_models})
-        note += (
+        about += (
             " USD from --prices (per 1M tokens: input, output, cached input); USD / run over priced runs; "
             "a total with an unpriced run is unpriced."
         )
         if unpriced:
-            note += f" Unpriced models: {', '.join(clean_text(m, 60) for m in unpriced)}."
+            about += f" Unpriced models: {', '.join(clean_text(m, 60) for m in unpriced)}."
     return Table(
-        f"cost_by_{metrics.grouping}", "Steps, model calls, tokens and cost per run", tuple(columns), tuple(rows), note
+        f"cost_by_{metrics.grouping}",
+        "Steps, model calls, tokens and cost per run",
+        (*key_columns(metrics.keys), *COST_COLUMNS, *(PRICE_COLUMNS if metrics.priced else ())),
+        tuple(metrics.groups),
+        about,
     )
 
 
-def _mean_p50(s: Spread) -> tuple[float, float]:
-    return s.mean, s.p50
+LATENCY_COLUMNS: tuple[Column[GroupMetrics], ...] = tuple(
+    column
+    for scope, attribute in (("run", "run_latency"), ("call", "call_latency"))
+    for column in (
+        Column(f"{scope} n", "int", _spread_of(attribute, "n")),
+        *(Column(f"{scope} {s} ms", "ms", _spread_of(attribute, s)) for s in ("p50", "p95", "p99", "mean", "std")),
+    )
+)
 
 
-def latency_table(metrics: Metrics) -> Table:
-    columns = [*key_columns(metrics)]
-    for scope in ("run", "call"):
-        columns += [
-            Column(f"{scope} n", "int"),
-            *(Column(f"{scope} {s} ms", "ms") for s in ("p50", "p95", "p99", "mean", "std")),
-        ]
-    rows = tuple((*g.key, *_spread(g.run_latency), *_spread(g.call_latency)) for g in metrics.groups)
-    note = (
+def latency_table(metrics: Metrics) -> Table[GroupMetrics]:
+    about = (
         "run: wall time of each complete run; call: latency of each model call. Percentiles by linear "
         "interpolation; std is the sample standard deviation."
     )
-    return Table(f"latency_by_{metrics.grouping}", "Latency per run and per model call", tuple(columns), rows, note)
+    return Table(
+        f"latency_by_{metrics.grouping}",
+        "Latency per run and per model call",
+        (*key_columns(metrics.keys), *LATENCY_COLUMNS),
+        tuple(metrics.groups),
+        about,
+    )
 
 
-def _spread(s: Spread) -> tuple[Any, ...]:
-    return s.n, s.p50, s.p95, s.p99, s.mean, s.std
+ERRORS_COLUMNS: tuple[Column[GroupMetrics], ...] = (
+    Column("runs", "int", lambda g: g.runs),
+    Column("error runs", "int", lambda g: g.error_runs),
+    Column("error rate", "pct", lambda g: g.error_rate),
+    Column("infra runs", "int", lambda g: g.infrastructure),
+    Column("infra rate", "pct", lambda g: g.infrastructure_rate),
+    Column("mode error rate", "pct", lambda g: g.mode_error_rate),
+)
 
 
-def errors_table(metrics: Metrics, every_kind: bool = False) -> Table:
+def _ended_by(kind: str) -> Callable[[GroupMetrics], float]:
+    return lambda g: g.ended_by.get(kind, 0) / g.runs if g.runs else math.nan
+
+
+def _seen(kind: str) -> Callable[[GroupMetrics], int]:
+    return lambda g: g.errors_seen.get(kind, 0)
+
+
+def error_kind_columns(kinds: Sequence[str]) -> tuple[Column[GroupMetrics], ...]:
+    """Per error kind: the share of runs it ended, then how often it was seen."""
+    return (
+        *(Column(f"ended by {k}", "pct", _ended_by(k)) for k in kinds),
+        *(Column(f"{k} seen", "int", _seen(k)) for k in kinds),
+    )
+
+
+def errors_table(metrics: Metrics, every_kind: bool = False) -> Table[GroupMetrics]:
     """Errors per group; the kinds that occurred (``every_kind``: all of harness.errors, for the wide CSV)."""
-    kinds = error_kinds(metrics, every_kind)
-    columns = (
-        *key_columns(metrics),
-        Column("runs", "int"),
-        Column("error runs", "int"),
-        Column("error rate", "pct"),
-        Column("infra runs", "int"),
-        Column("infra rate", "pct"),
-        Column("mode error rate", "pct"),
-        *(Column(f"ended by {k}", "pct") for k in kinds),
-        *(Column(f"{k} seen", "int") for k in kinds),
-    )
-    rows = tuple(
-        (
-            *g.key,
-            g.runs,
-            g.error_runs,
-            g.error_rate,
-            g.infrastructure,
-            g.infrastructure_rate,
-            g.mode_error_rate,
-            *(g.ended_by.get(k, 0) / g.runs if g.runs else math.nan for k in kinds),
-            *(g.errors_seen.get(k, 0) for k in kinds),
-        )
-        for g in metrics.groups
-    )
     infra = ", ".join(k for k in ERROR_KINDS if k in INFRASTRUCTURE_ERRORS)
-    note = (
+    about = (
         f"Infrastructure kinds ({infra}) never count against a mode: those runs are out of every correctness "
         "denominator. mode error rate: judged runs ended by an error (parse, schema, workflow). "
         "ended by K: share of runs ended by K. K seen: error events of kind K, retried attempts included."
     )
-    return Table(f"errors_by_{metrics.grouping}", "Errors by kind", columns, rows, note)
+    return Table(
+        f"errors_by_{metrics.grouping}",
+        "Errors by kind",
+        (*key_columns(metrics.keys), *ERRORS_COLUMNS, *error_kind_columns(error_kinds(metrics, every_kind))),
+        tuple(metrics.groups),
+        about,
+    )
 
 
 def error_kinds(metrics: Metrics, every_kind: bool = False) -> list[str]:
@@ -693,18 +755,30 @@ def error_kinds(metrics: Metrics, every_kind: bool = False) -> list[str]:
     return [*known, *sorted(seen - set(ERROR_KINDS))]
 
 
-def decisions_table(metrics: Metrics) -> Table:
+def _decided_by(maker: str) -> Callable[[GroupMetrics], float]:
+    return lambda g: g.decision_share.get(maker, 0.0)
+
+
+def decisions_table(metrics: Metrics) -> Table[GroupMetrics]:
     makers = [d for d in DECISION_MAKERS if any(g.decision_share.get(d) for g in metrics.groups)]
-    columns = (*key_columns(metrics), Column("deciding events", "int"), *(Column(d, "pct") for d in makers))
-    rows = tuple((*g.key, g.decisions, *(g.decision_share.get(d, 0.0) for d in makers)) for g in metrics.groups)
-    note = (
+    about = (
         "Share of the events that record a choice (model_call, plan_validation, decision, action, transition, "
         "suspend, human) by their decision_maker."
     )
-    return Table(f"decisions_by_{metrics.grouping}", "Who decided", columns, rows, note)
+    return Table(
+        f"decisions_by_{metrics.grouping}",
+        "Who decided",
+        (
+            *key_columns(metrics.keys),
+            Column("deciding events", "int", lambda g: g.decisions),
+            *(Column(d, "pct", _decided_by(d)) for d in makers),
+        ),
+        tuple(metrics.groups),
+        about,
+    )
 
 
-def full_tables(metrics: Metrics, every_kind: bool = False) -> list[Table]:
+def full_tables(metrics: Metrics, every_kind: bool = False) -> list[Table[GroupMetrics]]:
     """Every metric of a grouping, as thematic tables (one row a group)."""
     return [
         verdicts_table(metrics),
@@ -719,22 +793,15 @@ def full_tables(metrics: Metrics, every_kind: bool = False) -> list[Table]:
     ]
 
 
-def metrics_table(metrics: Metrics) -> Table:
+def metrics_table(metrics: Metrics) -> Table[GroupMetrics]:
     """One wide row per group with every metric at full precision: the machine-readable full table.
 
     Its columns do not depend on what happened (every error kind is there), so files of two runs line up.
     """
     parts = full_tables(metrics, every_kind=True)
     width = len(metrics.keys)
-    columns = list(parts[0].columns)
-    rows = [list(r) for r in parts[0].rows]
-    for part in parts[1:]:
-        columns += [Column(f"{part.name.split('_by_')[0]}: {c.header}", c.fmt) for c in part.columns[width:]]
-        for row, extra in zip(rows, part.rows, strict=False):
-            row.extend(extra[width:])
-    return Table(
-        f"metrics_by_{metrics.grouping}",
-        f"All metrics per {per(metrics)}",
-        tuple(columns),
-        tuple(tuple(r) for r in rows),
-    )
+    columns = [
+        *parts[0].columns,
+        *(c.named(f"{part.name.split('_by_')[0]}: {c.header}") for part in parts[1:] for c in part.columns[width:]),
+    ]
+    return Table(f"metrics_by_{metrics.grouping}", f"All metrics per {per(metrics)}", tuple(columns), parts[0].records)

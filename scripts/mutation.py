@@ -1,5 +1,5 @@
 """Mutation testing of the core modules with mutmut: runs it (config: [tool.mutmut] in pyproject.toml) and prints
-the mutation score per module and every surviving mutant, marking those the README lists as equivalent.
+the mutation score per module and every surviving mutant, marking those docs/development.md lists as equivalent.
 
     .venv/bin/python scripts/mutation.py                      # every core module (tens of minutes on 2 cores)
     .venv/bin/python scripts/mutation.py gateway outcome      # some of them
@@ -39,7 +39,7 @@ EQUIVALENT_SECTION = "### Equivalent mutants"
 
 @dataclass
 class Score:
-    """One module's mutants by status, its survivors, and those of them the README shows to be equivalent."""
+    """One module's mutants by status, its survivors, and those of them the docs show to be equivalent."""
 
     statuses: Counter[str] = field(default_factory=Counter)
     survivors: list[str] = field(default_factory=list)
@@ -71,9 +71,9 @@ def results() -> dict[str, str]:
     return found
 
 
-def equivalent_mutants(readme: Path = ROOT / "README.md") -> set[str]:
-    """Mutant names listed in the README's section on equivalent mutants."""
-    text = readme.read_text(encoding="utf-8")
+def equivalent_mutants(doc: Path = ROOT / "docs" / "development.md") -> set[str]:
+    """Mutant names listed in the development doc's section on equivalent mutants."""
+    text = doc.read_text(encoding="utf-8")
     start = text.find(EQUIVALENT_SECTION)
     if start < 0:
         return set()

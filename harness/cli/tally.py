@@ -76,4 +76,4 @@ class RunTally:
                 )
             )
         table = headline_table("mode", ("mode", "gateway_policy"), rows, k, "mode x policy")
-        return "\n".join([to_terminal(table), "", table.note])
+        return "\n".join([to_terminal(table), "", table.note])  # the legend: the columns' own descriptions

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from harness.choices import ResponseFormat
+from harness.models.providers import PROVIDERS
 
 
 class LiveOptions(BaseModel):
@@ -30,8 +31,6 @@ class LiveOptions(BaseModel):
     @field_validator("provider")
     @classmethod
     def _known_provider(cls, value: str) -> str:
-        from harness.models.providers import PROVIDERS
-
         if value != "auto" and value not in PROVIDERS:
             raise ValueError(f"must be auto or one of {', '.join(PROVIDERS)}")
         return value

@@ -1,9 +1,8 @@
 """One run read back as a timeline: who decided, what was proposed, what the gateway did and why, how it ended.
 
-``bench show`` prints it (harness/cli/timeline_text.py) and the HTML report's per-run pages draw it, from the
-same typed entries. Traces
-are read leniently (any schema version, unknown kinds and fields shown as they are, bad lines counted): a
-reader must be able to open the trace of a run that went wrong, whatever wrote it.
+``bench show`` prints it (harness/cli/timeline_text.py) and the HTML report's per-run pages draw it, from the same
+typed entries. Traces are read leniently (any schema version, unknown kinds and fields shown as they are, bad lines
+counted): a reader must be able to open the trace of a run that went wrong, whatever wrote it.
 """
 
 from __future__ import annotations

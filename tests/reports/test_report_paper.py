@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import struct
 import subprocess
+from operator import itemgetter
 from pathlib import Path
 
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from harness.models import RECORDED_MODEL
-from modes import MODES
 from reports import figures as figs
 from reports.load import load_traces
 from reports.metrics import compute, latency_samples, prepare
@@ -72,9 +73,9 @@ def test_hostile_text_compiles_too(tmp_path):
     table = Table(
         "nasty_table",
         f"Title {nasty}",
-        (Column("name", "text"), Column("pass^3", "pct")),
+        (Column("name", "text", itemgetter(0)), Column("pass^3", "pct", itemgetter(1))),
         ((nasty, 0.5), ("plain", float("nan"))),
-        note=f"note {nasty}",
+        about=f"note {nasty}",
     )
     result = compile_latex(tmp_path, to_latex(table, context=nasty))
     assert result.returncode == 0, result.stdout[-3000:]
@@ -147,9 +148,8 @@ def test_by_scenario_draws_a_heatmap_not_a_column_of_bars():
     assert next(t.get_text() for t in panels[-1].get_xticklabels()) == "bank_transfer_compliance"
     assert any(t.get_text() == "5/5" for t in panels[0].texts)  # correct / judged in the cells
     assert heat.get_size_inches()[0] <= 7.3  # a paper's text width
-    assert len(plots["verdicts"].figure.axes[0].get_yticklabels()) == 2 * len(
-        MODES
-    )  # the others stay per mode x policy
+    recorded = json.loads((RECORDED_MODEL / "manifest.json").read_text())["modes"]  # the recording's own modes
+    assert len(plots["verdicts"].figure.axes[0].get_yticklabels()) == 2 * len(recorded)  # the others: mode x policy
 
 
 def test_html_tables_scroll_and_numbers_do_not_wrap(recorded_report):

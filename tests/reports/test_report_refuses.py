@@ -327,12 +327,12 @@ def test_enforce_and_audit_never_pool(tmp_path):
 
 def test_recorded_enforce_and_audit_show_in_separate_rows():
     from harness.models import RECORDED_MODEL
-    from modes import MODES
 
     traces = load_traces([RECORDED_MODEL, RECORDED_MODEL.with_name("smollm2-135m-audit")])
-    scenarios = json.loads((RECORDED_MODEL / "manifest.json").read_text())["scenarios"]
+    recorded = json.loads((RECORDED_MODEL / "manifest.json").read_text())  # the recording's own modes
+    scenarios = recorded["scenarios"]
     keys = [g.key for g in compute(traces).groups]
-    assert ("react", "enforce") in keys and ("react", "audit") in keys and len(keys) == 2 * len(MODES)
+    assert ("react", "enforce") in keys and ("react", "audit") in keys and len(keys) == 2 * len(recorded["modes"])
     assert all(g.runs == 5 * len(scenarios) for g in compute(traces).groups)
 
 

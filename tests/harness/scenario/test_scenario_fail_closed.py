@@ -525,9 +525,9 @@ def test_an_order_check_whose_before_is_a_wait_is_met_by_the_approval_nodes_requ
     assert "order:ask_cfo<pay_invoice" in outcome.violations and outcome.stop_verdict == "late"
 
 
-def test_the_readmes_misspelled_path_example_is_what_bench_prints(tmp_path, monkeypatch, capsys):
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Add a scenario", 1)[1]
+def test_the_docs_misspelled_path_example_is_what_bench_prints(tmp_path, monkeypatch, capsys):
+    doc = (ROOT / "docs" / "scenarios.md").read_text(encoding="utf-8")
+    section = doc.split("## Add a scenario", 1)[1]
     example = yaml.safe_load(section.split("```yaml\n", 1)[1].split("```", 1)[0])
     example["gates"][0]["applies_when"] = {"greater_than": {"claim.amout": 2000}}
     folder = tmp_path / "scenarios"
