@@ -29,7 +29,7 @@ class Mode(ABC):
     intervention: ClassVar[str] = ""  # where a human can intervene
     autonomy: ClassVar[str] = ""  # what the model is free to choose
     # Position on the control spectrum: 1..7 are seed 003's seven modes in its order (1 = code decides everything);
-    # 8.. are bench's extra plan modes, after the seven, the most controlled first (README: the control modes).
+    # 8.. are bench's extra plan modes, after the seven, the most controlled first (docs/modes.md).
     spectrum: ClassVar[int] = 0
     # Seed 003's published figures for its position (P95 latency in ms, error rate as a fraction of requests), shown
     # next to bench's measured ones and labelled as the seed's; None for a mode the seed's table does not list.
@@ -39,6 +39,9 @@ class Mode(ABC):
     # Whether the mode's own code stops before every unapproved gate (the runtime, not the gateway alone):
     # under an auditing gateway such a mode still commits nothing gated without its approval.
     hard_gate: ClassVar[bool] = False
+    # Whether the mode's own code does nothing to keep to a gate (it runs what the model proposes or plans; only the
+    # gateway blocks): under an auditing gateway an eager model's gated action commits early. Never with hard_gate.
+    naive: ClassVar[bool] = False
     # The mode's own tunables (class attributes named here), traced in every run_start event.
     PARAMETERS: ClassVar[tuple[str, ...]] = ()
 

@@ -28,6 +28,7 @@ class PlanExecute(Mode):
     intervention = "none; the plan is trusted as written"
     autonomy = "chooses the whole sequence up front"
     spectrum = 10  # outside seed 003's seven: the naive executor, the least controlled of the extra plan modes
+    naive = True
 
     async def run(self, ctx: RunContext) -> ModeResult:
         scenario = ctx.scenario

@@ -26,6 +26,7 @@ class ReAct(Mode):
     published_p95_ms = 3200.0
     published_error_rate = 0.087
     story = "research assistant: literature review, experiment design (no scenario yet)"
+    naive = True
 
     async def run(self, ctx: RunContext) -> ModeResult:
         scenario = ctx.scenario

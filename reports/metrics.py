@@ -1,7 +1,7 @@
 """Per-group metrics from loaded traces: verdicts, correctness, side effects, cost, latency, errors, who decided.
 
 Everything is computed from the runtime's facts in the trace (summary outcomes, gateway verdicts, model
-call records), never from what a model said about itself. The exact definitions are in README.md.
+call records), never from what a model said about itself. The exact definitions are in docs/metrics.md.
 The gateway policy is part of every grouping: runs under ``enforce`` and ``audit`` never pool.
 """
 

@@ -378,7 +378,12 @@ PASS_K = "pass^k"  # the headline's pass^k column, named for the k it was comput
 HEADLINE_COLUMNS: tuple[Column[Headline], ...] = (
     Column("n", "int", lambda h: h.judged, "judged runs (complete, not ended by infrastructure)."),
     *(
-        Column(VERDICT_HEADERS[v], "int", _headline_verdict(v), "the runtime's stop verdicts (README: stop verdicts).")
+        Column(
+            VERDICT_HEADERS[v],
+            "int",
+            _headline_verdict(v),
+            "the runtime's stop verdicts (docs/metrics.md: stop verdicts).",
+        )
         for v in JUDGED_VERDICTS
     ),
     Column("infra", "int", lambda h: h.infrastructure, "runs not judged."),

@@ -11,7 +11,7 @@ import typer
 from typer.core import TyperCommand
 from typer.exceptions import Abort, TyperException
 
-from harness.choices import GatewayPolicy, ProviderName, ResponseFormat
+from harness.choices import DEFAULT_GATEWAY_POLICY, GatewayPolicy, ProviderName, ResponseFormat
 from harness.errors import UserInputError
 from harness.matrix.exit_status import BAD_INPUT
 from harness.terminal import printable
@@ -43,6 +43,31 @@ class BenchCommand(TyperCommand):
         if option is not None:
             option.metavar = ""
         return option
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:
+        """A registry's names ({models}, {approvers}) go into the help only when it is shown: no start pays."""
+        for param in self.params:
+            text = getattr(param, "help", None)
+            for placeholder, names in REGISTERED_NAMES.items():
+                if text and placeholder in text:
+                    text = cast(Any, param).help = text.replace(placeholder, names())
+        super().format_options(ctx, formatter)
+
+
+def _model_choices() -> str:
+    from harness.models.choice import model_choices
+
+    return model_choices()
+
+
+def _approver_choices() -> str:
+    from harness.core.approvals import approver_choices
+
+    return approver_choices()
+
+
+# Help text naming what a registry holds; the registries are imported only to show that help.
+REGISTERED_NAMES = {"{models}": _model_choices, "{approvers}": _approver_choices}
 
 
 app = typer.Typer(
@@ -96,10 +121,27 @@ def list_command(scenarios_dir: ScenariosDir = None) -> None:
 
 
 @bench_command("check-scenarios")
-def check_scenarios_command(scenarios_dir: ScenariosDir = None) -> None:
-    """Sanity-check every scenario: its reference path meets its oracle; scripted:eager fares as declared."""
-    from harness.matrix.catalog import check_scenarios
+def check_scenarios_command(
+    scenarios_dir: ScenariosDir = None,
+    suggest: Annotated[
+        str | None,
+        typer.Option(
+            "--suggest",
+            metavar="MODE",
+            help="Print MODE's sanity rows, computed (scripted:eager's verdicts), as YAML to review and paste.",
+        ),
+    ] = None,
+) -> None:
+    """Sanity-check every scenario: its reference path meets its oracle; scripted:eager fares as declared.
 
+    A mode with no sanity row for a scenario is noted as not covered there, not failed.
+    """
+    from harness.matrix.catalog import check_scenarios, suggest_sanity_rows
+    from harness.matrix.sanity import coverage_notes
+
+    if suggest is not None:
+        _echo(suggest_sanity_rows(suggest, scenarios_dir), nl=False)
+        return
     reports = check_scenarios(scenarios_dir)
     rows = [
         [
@@ -111,6 +153,8 @@ def check_scenarios_command(scenarios_dir: ScenariosDir = None) -> None:
         for r in reports
     ]
     _echo(_table(rows, headers=["scenario", "reference stops at", "eager verdicts met", "sanity"], tablefmt="simple"))
+    for note in coverage_notes(reports):
+        _echo(note)
     for report in reports:
         for problem in report.problems:
             _echo(f"{report.scenario}: {problem}", err=True)
@@ -139,8 +183,7 @@ def run_command(
         str | None,
         typer.Option(
             metavar="MODEL",
-            help="scripted:compliant|eager|looping|random|reference, replay:DIR, live (your own endpoint: "
-            "LLM_API_URL, LLM_MODEL, LLM_API_KEY) or local (the bundled SmolLM2-135M). "
+            help="{models}; live reads LLM_API_URL, LLM_MODEL and LLM_API_KEY. "
             "Default: replay of results/recorded/smollm2-135m.",
         ),
     ] = None,
@@ -170,7 +213,7 @@ def run_command(
         GatewayPolicy | None,
         typer.Option(
             help="enforce: broken rules are blocked; audit: recorded but committed "
-            "(default enforce; a replay: the recording's)."
+            f"(default {DEFAULT_GATEWAY_POLICY}; a replay: the recording's)."
         ),
     ] = None,
     concurrency: Annotated[int, typer.Option(help="Runs (and live requests) in flight at once.")] = 1,
@@ -199,7 +242,7 @@ def run_command(
     provider: Annotated[
         Literal["auto", ProviderName] | None,
         typer.Option(
-            help="Live: the provider profile (default auto: from the URL and /models; README: provider profiles)."
+            help="Live: the provider profile (default auto: from the URL and /models; see docs/live-models.md)."
         ),
     ] = None,
     strict_schema: Annotated[
@@ -228,8 +271,8 @@ def run_command(
         str | None,
         typer.Option(
             metavar="scripted:NAME",
-            help="scripted:approve|reject|approve_after_revision|random decides at every gate, so each story runs "
-            "to its end (default: runs suspend at gates; decide later with bench resume).",
+            help="{approvers} decides at every gate, so each story runs to its end "
+            "(default: runs suspend at gates; decide later with bench resume).",
         ),
     ] = None,
     scenarios_dir: ScenariosDir = None,
@@ -529,7 +572,7 @@ def report_command(
         Path | None,
         typer.Option(
             metavar="FILE",
-            help="YAML or JSON: per model, USD per 1M input, output and cached input tokens (README: Reports).",
+            help="YAML or JSON: per model, USD per 1M input, output and cached input tokens (docs/metrics.md: prices).",
         ),
     ] = None,
 ) -> None:

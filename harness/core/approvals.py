@@ -11,12 +11,12 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from harness.errors import UnknownNameError
 from harness.records.checkpoint import Decision, HumanDecision
 
-SCRIPTED_APPROVERS = ("approve", "reject", "approve_after_revision", "random")
+SCRIPTED = "scripted"  # the kind of every in-run approver: --approver scripted:NAME
 
 
 class Suspended(BaseException):
@@ -52,39 +52,94 @@ class NobodyYet:
 class ScriptedApprover:
     """Decides at every gate, offline, so a matrix runs each story to its end; labelled as scripted."""
 
-    policy: str
+    policy: str  # a key of SCRIPTED_APPROVERS
     rng: random.Random = field(default_factory=random.Random)
-    _revised: set[str] = field(default_factory=set)
+    revised: set[str] = field(default_factory=set)  # gates whose work it has sent back once
 
     def __post_init__(self) -> None:
         if self.policy not in SCRIPTED_APPROVERS:
-            raise UnknownNameError("scripted approver", self.policy, SCRIPTED_APPROVERS)
+            raise UnknownNameError("scripted approver", self.policy, list(SCRIPTED_APPROVERS))
 
     @property
     def who(self) -> str:
-        return f"scripted:{self.policy}"
+        return f"{SCRIPTED}:{self.policy}"
 
     def decide(self, gate: str, stop: int) -> HumanDecision | None:
-        choice: Decision
-        note = ""
-        if self.policy == "approve_after_revision" and gate not in self._revised:
-            self._revised.add(gate)
-            choice, note = "revise", f"Please revise before '{gate}' is approved: make it more specific."
-        elif self.policy == "approve_after_revision":
-            choice = "approve"
-        elif self.policy == "random":
-            choice = self.rng.choice(("approve", "reject", "revise"))
-            note = f"Please revise before '{gate}' is approved." if choice == "revise" else ""
-        else:
-            choice = "approve" if self.policy == "approve" else "reject"
+        choice, note = SCRIPTED_APPROVERS[self.policy](self, gate)
         return HumanDecision(gate=gate, decision=choice, who=self.who, note=note, scripted=True)
 
 
-def approver_factory(spec: str | None) -> Callable[[int], Gatekeeper]:
-    """``scripted:NAME`` -> a fresh approver per run, seeded by the run's seed; None -> nobody decides in-run."""
-    if spec is None:
-        return lambda seed: NobodyYet()
-    kind, _, name = spec.partition(":")
-    if kind != "scripted" or name not in SCRIPTED_APPROVERS:
-        raise UnknownNameError("approver", spec, [f"scripted:{n}" for n in SCRIPTED_APPROVERS])
-    return lambda seed: ScriptedApprover(name, random.Random(seed ^ 0x5EED))
+# A scripted approver's rule: its decision at ``gate`` and the reviewer's note.
+ScriptedRule = Callable[[ScriptedApprover, str], tuple[Decision, str]]
+SCRIPTED_APPROVERS: dict[str, ScriptedRule] = {}
+R = TypeVar("R", bound=ScriptedRule)
+
+
+def scripted_approver(name: str) -> Callable[[R], R]:
+    """Registers a scripted approver's rule under ``name``: ``--approver scripted:NAME`` decides with it."""
+
+    def register(rule: R) -> R:
+        if name in SCRIPTED_APPROVERS:
+            raise ValueError(f"scripted approver '{name}' registered twice")
+        SCRIPTED_APPROVERS[name] = rule
+        return rule
+
+    return register
+
+
+@scripted_approver("approve")
+def _approve(approver: ScriptedApprover, gate: str) -> tuple[Decision, str]:
+    return "approve", ""
+
+
+@scripted_approver("reject")
+def _reject(approver: ScriptedApprover, gate: str) -> tuple[Decision, str]:
+    return "reject", ""
+
+
+@scripted_approver("approve_after_revision")
+def _approve_after_revision(approver: ScriptedApprover, gate: str) -> tuple[Decision, str]:
+    """Sends each gate's work back once with a note, then approves it."""
+    if gate in approver.revised:
+        return "approve", ""
+    approver.revised.add(gate)
+    return "revise", f"Please revise before '{gate}' is approved: make it more specific."
+
+
+@scripted_approver("random")
+def _random(approver: ScriptedApprover, gate: str) -> tuple[Decision, str]:
+    """A seeded uniform choice among approving, rejecting and asking for a revision."""
+    choice: Decision = approver.rng.choice(("approve", "reject", "revise"))
+    return choice, f"Please revise before '{gate}' is approved." if choice == "revise" else ""
+
+
+@dataclass(frozen=True)
+class ApproverSpec:
+    """A parsed ``--approver`` value (``scripted:NAME``): who decides at every gate in-run, fresh for each run."""
+
+    name: str  # a key of SCRIPTED_APPROVERS
+
+    def __str__(self) -> str:
+        return f"{SCRIPTED}:{self.name}"
+
+    def for_run(self, seed: int) -> Gatekeeper:
+        """The approver of one run, seeded by the run's seed: runs never share its state."""
+        return ScriptedApprover(self.name, random.Random(seed ^ 0x5EED))
+
+
+def parse_approver(value: str) -> ApproverSpec:
+    """Reads an ``--approver`` value; an unknown one fails with the known ones."""
+    kind, _, name = value.partition(":")
+    if kind != SCRIPTED or name not in SCRIPTED_APPROVERS:
+        raise UnknownNameError("approver", value, [f"{SCRIPTED}:{n}" for n in SCRIPTED_APPROVERS])
+    return ApproverSpec(name)
+
+
+def approver_choices() -> str:
+    """Every registered approver as --help shows it: scripted:a|b|c."""
+    return f"{SCRIPTED}:{'|'.join(SCRIPTED_APPROVERS)}"
+
+
+def nobody_decides(seed: int) -> Gatekeeper:
+    """The gatekeeper of a run without an approver: every stop suspends it (a person decides with bench resume)."""
+    return NobodyYet()

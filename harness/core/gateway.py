@@ -6,7 +6,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from harness.choices import GatewayPolicy
+from harness.choices import DEFAULT_GATEWAY_POLICY, GatewayPolicy
 from harness.core.store import VirtualStore
 from harness.records.checkpoint import HumanDecision
 from harness.records.trace import ActionStatus
@@ -46,7 +46,7 @@ class Gateway:
     broken rule is recorded: that measures what a control mode does with no gateway behind it.
     """
 
-    def __init__(self, scenario: Scenario, store: VirtualStore, policy: GatewayPolicy = "enforce"):
+    def __init__(self, scenario: Scenario, store: VirtualStore, policy: GatewayPolicy = DEFAULT_GATEWAY_POLICY):
         self.scenario = scenario
         self.store = store
         self.policy = policy

@@ -39,6 +39,14 @@ def check_scenarios(scenarios_dir: Path | None = None) -> list[Any]:
     return check_folder(folder, select_modes([]))
 
 
+def suggest_sanity_rows(mode: str, scenarios_dir: Path | None = None) -> str:
+    """The sanity rows of ``mode`` for every scenario in the folder, computed, as YAML to review and paste."""
+    from harness.matrix.sanity import suggest
+
+    folder, _ = project_dirs(scenarios_dir)
+    return suggest(folder, mode, select_modes([]))
+
+
 def scenario_schema_text() -> str:
     from harness.scenario.load import scenario_schema_text as text
 

@@ -9,8 +9,8 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from harness.choices import GatewayPolicy
-from harness.core.approvals import Gatekeeper, NobodyYet, RejectedByHuman, Suspended
+from harness.choices import DEFAULT_GATEWAY_POLICY, GatewayPolicy
+from harness.core.approvals import Gatekeeper, RejectedByHuman, Suspended, nobody_decides
 from harness.core.clock import Clock, SystemClock
 from harness.core.context import RunContext, RunInfo, RunTrace
 from harness.core.gateway import Gateway
@@ -50,11 +50,11 @@ class MatrixConfig:
     model: ModelSource
     seed: int = 0
     concurrency: int = 1
-    gateway_policy: GatewayPolicy = "enforce"
+    gateway_policy: GatewayPolicy = DEFAULT_GATEWAY_POLICY
     clock: Clock = field(default_factory=SystemClock)
     new_run_id: Callable[[], str] = field(default=lambda: uuid.uuid4().hex[:16])
     stop: StopRequest = field(default_factory=StopRequest)  # set by SIGINT/SIGTERM: runs end at their next event
-    approver: Callable[[int], Gatekeeper] = field(default=lambda seed: NobodyYet())  # per run, seeded
+    approver: Callable[[int], Gatekeeper] = nobody_decides  # makes each run's gatekeeper, seeded by the run's seed
     checkpoints: CheckpointStore | None = None  # where suspended runs are checkpointed (a run folder's database)
     model_choice: str = ""  # the --model value the matrix runs with, for checkpoints (resume asks it again)
 

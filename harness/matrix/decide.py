@@ -13,8 +13,8 @@ from harness.errors import UserInputError
 from harness.matrix.cell_runner import Cell, MatrixConfig
 from harness.matrix.exit_status import RunEnds
 from harness.matrix.pipeline import Notify, run_async
-from harness.matrix.spec import RunSpec, gateway_policy, project_dirs
-from harness.models import choose, open_source
+from harness.matrix.spec import project_dirs
+from harness.models.choice import choose, endpoint_from_env, open_source
 from harness.models.config import LiveOptions
 from harness.records.checkpoint import Checkpoint, CheckpointStore, Decision
 from harness.records.folder import TRACE_FILE, RunFolder
@@ -67,8 +67,8 @@ def resume(
         _trace_ends_at(folder / TRACE_FILE, checkpoint)
         if checkpoint.mode not in MODES:
             raise UserInputError(f"run {run_id}: mode '{checkpoint.mode}' is not registered any more")
-        choice = choose(checkpoint.model)
-        spec = RunSpec.build(model=checkpoint.model, env=env) if choice.kind == "live" else None
+        choice = choose(checkpoint.model)  # read once; the run goes on with the same source
+        endpoint = endpoint_from_env(env) if choice.needs_endpoint else None
         human = HumanDecision(gate=checkpoint.pending_gate or "", decision=decision, who=who, note=note)
         stop = StopRequest()
         live = manifest.live
@@ -79,7 +79,7 @@ def resume(
             stop.installed(),
             open_source(
                 choice,
-                endpoint=spec.endpoint if spec else None,
+                endpoint=endpoint,
                 options=options,
                 concurrency=1,
                 run_folder=folder,
@@ -89,7 +89,7 @@ def resume(
         ):
             config = MatrixConfig(
                 model=opened.source,
-                gateway_policy=gateway_policy(checkpoint.gateway_policy),
+                gateway_policy=checkpoint.gateway_policy,
                 stop=stop,
                 checkpoints=CheckpointStore(folder),
                 model_choice=checkpoint.model,

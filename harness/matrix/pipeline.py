@@ -20,14 +20,14 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, TypeVar
 
-from harness.choices import GatewayPolicy
-from harness.core.approvals import approver_factory
+from harness.choices import DEFAULT_GATEWAY_POLICY, GatewayPolicy
+from harness.core.approvals import nobody_decides, parse_approver
 from harness.core.signals import StopRequest
 from harness.errors import UserInputError
 from harness.matrix.cell_runner import Cell, MatrixConfig, cells_for, run_matrix
 from harness.matrix.exit_status import RunEnds
-from harness.matrix.spec import GATEWAY_POLICIES, RunSpec, gateway_policy, project_dirs
-from harness.models import ModelChoice, choose, model_label, open_source
+from harness.matrix.spec import RunSpec, project_dirs
+from harness.models.choice import choose, model_label, open_source
 from harness.models.config import LiveOptions
 from harness.records.checkpoint import CheckpointStore
 from harness.records.folder import TRACE_FILE, RunFolder
@@ -53,7 +53,7 @@ class Matrix:
     scenarios: list[Scenario]
     trials: int
     seed: int
-    gateway: GatewayPolicy = "enforce"
+    gateway_policy: GatewayPolicy
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -86,19 +86,17 @@ class RunResult:
         return self.folder / TRACE_FILE
 
 
-def plan(spec: RunSpec, choice: ModelChoice, scenarios_dir: Path) -> Matrix:
+def plan(spec: RunSpec, scenarios_dir: Path) -> Matrix:
     """Modes, scenarios, trials and seed; every name is checked before anything starts."""
-    if choice.kind != "replay":
+    choice = spec.model
+    if choice.folder is None:  # not a replay: the spec's matrix, with the defaults for what it leaves out
         return Matrix(
             select_modes(list(spec.modes)),
             select_scenarios(scenarios_dir, list(spec.scenarios)),
             spec.trials or 1,
             spec.seed or 0,
-            spec.gateway or "enforce",
+            spec.gateway or DEFAULT_GATEWAY_POLICY,
         )
-    from harness.records.manifest import read_manifest
-
-    assert choice.folder is not None
     recorded = read_manifest(choice.folder)
     if spec.seed is not None and spec.seed != recorded.seed:
         raise UserInputError(
@@ -114,19 +112,14 @@ def plan(spec: RunSpec, choice: ModelChoice, scenarios_dir: Path) -> Matrix:
         if left_out:
             notes.append(
                 f"the recording does not cover {', '.join(left_out)}; re-record to include them "
-                "(README: recording and replay)"
+                "(docs/live-models.md: recording and replay)"
             )
-    policy = spec.gateway or recorded.gateway_policy
-    if policy not in GATEWAY_POLICIES:
-        raise UserInputError(
-            f"{choice.folder}: manifest.json: gateway_policy '{policy}' is not one of {', '.join(GATEWAY_POLICIES)}"
-        )
     return Matrix(
         select_modes(modes),
         select_scenarios(scenarios_dir, scenarios),
         spec.trials or recorded.trials,
         recorded.seed,
-        gateway_policy(policy),
+        spec.gateway or recorded.gateway_policy,
         notes,
     )
 
@@ -151,8 +144,8 @@ def run(
     if spec.resume is not None:
         return _continue(spec, on_done, notify, on_plan, on_event)
     scenarios_dir, results_root = project_dirs(spec.scenarios_dir)
-    choice = choose(spec.model)
-    matrix = plan(spec, choice, scenarios_dir)
+    choice = spec.model
+    matrix = plan(spec, scenarios_dir)
     for note in matrix.notes:
         notify(f"note: {note}")
     if on_plan is not None:
@@ -166,25 +159,23 @@ def run(
         modes=matrix.modes,
         scenarios=[s.id for s in matrix.scenarios],
         model=model_label(choice, spec.endpoint),
-        model_source=choice.kind or "live",
+        model_source=choice.recorded_as,
         model_choice=choice.describe(),
         trials=matrix.trials,
         seed=matrix.seed,
-        gateway_policy=matrix.gateway,
+        gateway_policy=matrix.gateway_policy,
         concurrency=spec.concurrency,
         start_time=_now(),
         versions=versions(),
-        replay_of=str(choice.folder) if choice.kind == "replay" else None,
-        approver=spec.approver,
+        replay_of=str(choice.folder) if choice.folder is not None else None,
+        approver=None if spec.approver is None else str(spec.approver),
         live_options=spec.live_options.model_dump(exclude_defaults=True),
         notes=matrix.notes,
     )
     try:
         with stop.installed():
             cells = cells_for(matrix.scenarios, matrix.modes, matrix.trials)
-            manifest = _run_cells(
-                folder.path, manifest, cells, spec, choice, matrix, stop, on_done, notify, ends, on_event
-            )
+            manifest = _run_cells(folder.path, manifest, cells, spec, matrix, stop, on_done, notify, ends, on_event)
     except BaseException:
         folder.discard()  # only a folder in which no run has written anything
         raise
@@ -226,7 +217,7 @@ def _continue(
             select_scenarios(scenarios_dir, manifest.scenarios),
             manifest.trials,
             manifest.seed,
-            gateway_policy(manifest.gateway_policy),
+            manifest.gateway_policy,
             list(manifest.notes),
         )
         kept = keep_finished_runs(spec.resume)
@@ -245,7 +236,13 @@ def _continue(
             for c in cells_for(matrix.scenarios, matrix.modes, matrix.trials)
             if (c.scenario.id, c.mode, c.trial) not in kept.finished
         )
-        run_spec = spec.model_copy(update={"approver": manifest.approver, "live": LiveOptions(**manifest.live_options)})
+        run_spec = spec.model_copy(
+            update={
+                "model": choice,
+                "approver": None if manifest.approver is None else parse_approver(manifest.approver),
+                "live": LiveOptions(**manifest.live_options),
+            }
+        )
         stop = StopRequest()
         ends = RunEnds()
         for outcome in kept.outcomes:  # the kept runs are runs of this matrix too
@@ -256,7 +253,6 @@ def _continue(
                 manifest,
                 cells,
                 run_spec,
-                choice,
                 matrix,
                 stop,
                 on_done,
@@ -284,7 +280,6 @@ def _run_cells(
     manifest: Manifest,
     cells: Iterable[Cell],
     spec: RunSpec,
-    choice: ModelChoice,
     matrix: Matrix,
     stop: StopRequest,
     on_done: OnDone | None,
@@ -307,7 +302,7 @@ def _run_cells(
     status = "interrupted"
     try:
         with open_source(
-            choice,
+            spec.model,
             endpoint=spec.endpoint,
             options=spec.live_options,
             concurrency=spec.concurrency,
@@ -322,11 +317,11 @@ def _run_cells(
                 model=opened.source,
                 seed=matrix.seed,
                 concurrency=spec.concurrency,
-                gateway_policy=matrix.gateway,
+                gateway_policy=matrix.gateway_policy,
                 stop=stop,
-                approver=approver_factory(spec.approver),
+                approver=nobody_decides if spec.approver is None else spec.approver.for_run,
                 checkpoints=CheckpointStore(folder),
-                model_choice=choice.describe(),
+                model_choice=spec.model.describe(),
             )
             try:
                 with TraceWriter(folder / TRACE_FILE) as writer:

@@ -11,7 +11,7 @@ from harness.errors import UserInputError
 from harness.matrix.pipeline import Matrix, Notify, OnDone, OnEvent, RunResult, run
 from harness.matrix.spec import RunSpec, project_dirs
 from harness.matrix.trace_diff import Divergence, compare_traces
-from harness.models import choose
+from harness.models.choice import choose
 from harness.records.folder import TRACE_FILE
 from harness.records.manifest import read_manifest
 from harness.records.trace import read_events
@@ -41,7 +41,7 @@ def replay(
 ) -> ReplayCheck:
     """Re-runs the recorded matrix on the recorded answers and compares the two traces run by run."""
 
-    choose(f"replay:{recording}")  # a folder without a recording fails here, naming it
+    choice = choose(f"replay:{recording}")  # a folder without a recording fails here, naming it
     recorded_trace = recording / TRACE_FILE
     if not recorded_trace.is_file():
         raise UserInputError(f"{recording}: no {TRACE_FILE} to compare with")
@@ -58,7 +58,7 @@ def replay(
         modes=tuple(m for m in recorded.modes if m in MODES),
         scenarios=tuple(s for s in recorded.scenarios if s in available),
         scenarios_dir=folder_of_scenarios,
-        model=f"replay:{recording}",
+        model=choice,
         out=out,
         command=tuple(sys.argv),
         label=label,

@@ -2,6 +2,8 @@
 
 What scripted:eager comes to, per scenario and mode, is declared in one table per scenario folder
 (``sanity.yaml``); a scenario file's own ``sanity:`` block, for users' own scenarios, overrides it mode by mode.
+A registered mode with no row for a scenario is "not covered" there: a note, not a failure, so adding a mode
+needs no edit here before its first run; ``suggest`` computes its rows for the author to review and paste.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from harness.core.clock import FakeClock
 from harness.core.gateway import Gateway
 from harness.core.outcome import ModeResult, judge
 from harness.core.store import VirtualStore
-from harness.errors import ScenarioError
+from harness.errors import ScenarioError, UnknownNameError
 from harness.matrix.cell_runner import Cell, MatrixConfig, run_cell
 from harness.models.scripted import ScriptedSource, example_args
 from harness.records.checkpoint import HumanDecision
@@ -27,6 +29,7 @@ from harness.scenario.load import SANITY_TABLE, display_path, load_all, load_yam
 from harness.scenario.model import Expectation, ReferenceStep, Scenario, Verdict
 
 SANITY_POLICY = "eager"  # the policy the sanity table and a scenario's `sanity` block make claims about
+GATEWAYS: tuple[GatewayPolicy, ...] = ("enforce", "audit")  # a row's two verdicts, in the table's order
 
 
 class SanityTable(BaseModel):
@@ -92,6 +95,7 @@ class SanityReport:
     reference: RunOutcome
     expectations: list[ExpectationResult] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    not_covered: list[str] = field(default_factory=list)  # known modes with no declared row here: a note only
 
     @property
     def passed(self) -> bool:
@@ -201,9 +205,29 @@ async def run_scripted(
 def check_scenario(scenario: Scenario, known_modes: list[str], table: SanityTable | None = None) -> SanityReport:
     """The whole sanity check of one scenario: its reference path, then every expectation declared for it."""
     reference, problems = run_reference_path(scenario)
-    report = SanityReport(scenario.id, reference, problems=problems)
-    asyncio.run(_check_expectations(scenario, known_modes, declared(scenario, table), report))
+    expectations = declared(scenario, table)
+    report = SanityReport(
+        scenario.id, reference, problems=problems, not_covered=[m for m in known_modes if m not in expectations]
+    )
+    asyncio.run(_check_expectations(scenario, known_modes, expectations, report))
     return report
+
+
+def coverage_notes(reports: list[SanityReport]) -> list[str]:
+    """One line per set of modes left without rows in the same scenarios (``bench check-scenarios`` prints them)."""
+    where: dict[str, list[str]] = {}
+    for report in reports:
+        for mode in report.not_covered:
+            where.setdefault(mode, []).append(report.scenario)
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for mode, scenarios in where.items():
+        groups.setdefault(tuple(scenarios), []).append(mode)
+    return [
+        f"not covered (no sanity rows; a note, not a failure): {', '.join(modes)} in "
+        + (f"every scenario ({len(scenarios)})" if len(scenarios) == len(reports) > 1 else ", ".join(scenarios))
+        + "; `bench check-scenarios --suggest MODE` prints a mode's rows to review and paste"
+        for scenarios, modes in groups.items()
+    ]
 
 
 def declared(scenario: Scenario, table: SanityTable | None) -> dict[str, tuple[str, Expectation]]:
@@ -223,8 +247,7 @@ async def _check_expectations(
         if mode not in known_modes:
             report.problems.append(f"{where}: unknown mode (known: {', '.join(sorted(known_modes))})")
             continue
-        gateways: tuple[GatewayPolicy, ...] = ("enforce", "audit")
-        for gateway in gateways:
+        for gateway in GATEWAYS:
             expected: Verdict | None = getattr(expectation, gateway)
             if expected is None:
                 continue
@@ -241,3 +264,48 @@ async def _check_expectations(
                     f"violations: {', '.join(outcome.violations) or 'none'}, "
                     f"blocked {outcome.side_effects_blocked})"
                 )
+
+
+async def suggested(scenario: Scenario, mode: str) -> list[tuple[Verdict, RunOutcome]]:
+    """What scripted:eager comes to in ``mode`` on ``scenario`` under each gateway policy (``GATEWAYS``' order)."""
+    found = []
+    for gateway in GATEWAYS:
+        outcome, events = await run_scripted(scenario, mode, SANITY_POLICY, gateway)
+        found.append((verdict(outcome, refusals(events)), outcome))
+    return found
+
+
+def suggest(folder: Path, mode: str, known_modes: list[str]) -> str:
+    """The sanity rows of ``mode`` for every scenario of a folder, as YAML laid out like ``sanity.yaml``'s table.
+
+    Computed by running the mode as the check does, so a mode's author reviews the verdicts rather than writes them.
+    """
+    if mode not in known_modes:
+        raise UnknownNameError("mode", mode, known_modes)
+    lines = [
+        f"# Sanity rows for mode '{mode}': what scripted:{SANITY_POLICY} comes to in each scenario, the gateway",
+        f"# enforcing and auditing, computed by `bench check-scenarios --suggest {mode}`. Review each verdict, then",
+        f"# paste each row under its scenario in {display_path(folder / SANITY_TABLE)} (or a file's `sanity: eager:`).",
+        f"{SANITY_POLICY}:",
+    ]
+    for scenario in load_all(folder).values():
+        (enforce, enforced), (audit, audited) = asyncio.run(suggested(scenario, mode))
+        cells = f"{{enforce: {enforce + ',':<9} audit: {audit}}}"
+        lines += [
+            f"  {scenario.id}:",
+            f"    # enforce: {_facts(enforced)}",
+            f"    # audit: {_facts(audited)}",
+            f"    {mode + ':':<{max(25, len(mode) + 2)}}{cells}",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def _facts(outcome: RunOutcome) -> str:
+    """The runtime's facts a verdict is read from, short enough for a comment above its row."""
+    end = f"suspended at {outcome.suspended_at}" if outcome.suspended_at else outcome.status
+    parts = [f"{end} (stop {outcome.stop_verdict})", f"{outcome.side_effects_blocked} blocked"]
+    if outcome.violations:
+        parts.append(f"violations: {', '.join(outcome.violations)}")
+    if outcome.errors.get("internal"):
+        parts.append("HARNESS ERROR: fix the mode before trusting this row")
+    return ", ".join(parts)

@@ -4,28 +4,56 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import get_args
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, ValidationError, field_validator
 
+from harness.choices import GATEWAY_POLICIES as GATEWAY_POLICIES  # the CLI's choices, re-exported for callers
 from harness.choices import GatewayPolicy
+from harness.core.approvals import ApproverSpec, parse_approver
 from harness.errors import UserInputError
+from harness.models.choice import ModelChoice, choose, endpoint_from_env
 from harness.models.config import Endpoint, LiveOptions
 from harness.terminal import printable
 
-GATEWAY_POLICIES: tuple[str, ...] = get_args(GatewayPolicy)
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 MAX_TRIALS = 100_000  # runs per cell; cells are generated lazily, so this bounds time, not memory
 MAX_CONCURRENCY = 256
 MAX_LABEL = 200  # characters: a label names a run in listings, it is not a description
 
 
+def _model_choice(value: object) -> ModelChoice:
+    """A ``--model`` value read once (an unknown one is one line listing the known ones), or a choice made already."""
+    if isinstance(value, ModelChoice):
+        return value
+    if value is None or isinstance(value, str):
+        return choose(value)
+    raise ValueError("must be a --model value: scripted:NAME, replay:DIR, live or local")
+
+
+def _approver(value: object) -> ApproverSpec | None:
+    """An ``--approver`` value read once (an unknown one is one line listing the known ones), or a parsed one."""
+    if value is None or isinstance(value, ApproverSpec):
+        return value
+    if isinstance(value, str):
+        return parse_approver(value)
+    raise ValueError("must be an --approver value: scripted:NAME")
+
+
+# Typed once from the strings the CLI and Python callers give; dumped back as those strings.
+ModelField = Annotated[ModelChoice, PlainValidator(_model_choice), PlainSerializer(ModelChoice.describe)]
+ApproverField = Annotated[
+    ApproverSpec | None, PlainValidator(_approver), PlainSerializer(lambda a: None if a is None else str(a))
+]
+
+
 class RunSpec(BaseModel):
     """One matrix run: which modes, scenarios and model, how many trials, where the folder goes.
 
     ``model`` is ``scripted:NAME``, ``replay:DIR``, ``live`` (``endpoint`` says where) or ``local`` (the
-    bundled model); None replays the committed recording. A replay defaults trials, seed, modes and
-    scenarios to the recorded matrix when they are not given.
+    bundled model), read once into a ``ModelChoice``; not given, the committed recording is replayed. A replay
+    defaults trials, seed, modes, scenarios and the gateway policy to the recorded matrix when they are not given.
+    ``approver`` (``scripted:NAME``) is read once into an ``ApproverSpec``, whose ``for_run`` makes each run's.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -33,14 +61,14 @@ class RunSpec(BaseModel):
     modes: tuple[str, ...] = ()  # () or ("all",): every registered mode
     scenarios: tuple[str, ...] = ()  # () or ("all",): every scenario in scenarios_dir
     scenarios_dir: Path | None = None  # None: ./scenarios when there is one, else the project's
-    model: str | None = None
+    model: ModelField = Field(default_factory=lambda: choose(None))
     endpoint: Endpoint | None = None  # model "live": where to send requests
     live: LiveOptions | None = None  # how a live model is asked; None: the defaults
     trials: int | None = Field(None, ge=1, le=MAX_TRIALS)
     seed: int | None = None
     concurrency: int = Field(1, ge=1, le=MAX_CONCURRENCY)
-    gateway: GatewayPolicy | None = None  # None: enforce (a replay: the recording's policy)
-    approver: str | None = None  # scripted:approve|reject|approve_after_revision|random decides at every gate in-run
+    gateway: GatewayPolicy | None = None  # None: DEFAULT_GATEWAY_POLICY (a replay: the recording's policy)
+    approver: ApproverField = None  # decides at every gate in-run; None: runs suspend at gates
     out: Path | None = None  # None: a new folder under results/
     resume: Path | None = None  # a matrix folder to continue: only its cells without a final summary run
     replace: bool = False  # with out: replace the bench run there once this one completes
@@ -75,23 +103,16 @@ class RunSpec(BaseModel):
 
         ``env`` supplies the endpoint (LLM_API_URL, LLM_MODEL, LLM_API_KEY) when the model is ``live``.
         """
-        from harness.models import choose, endpoint_from_env
-
         try:
-            spec = cls.model_validate(fields)
+            spec = cls.model_validate(fields)  # an unknown model or approver raises its own one line
         except ValidationError as exc:
             raise UserInputError(_one_line(exc)) from None
-        choice = choose(spec.model)
         given = sorted(spec.live.model_fields_set) if spec.live is not None else []
-        if given and not choice.live:
+        if given and not spec.model.live:
             raise UserInputError(f"{_flag('live.' + given[0])} applies to live models only (--model live or local)")
-        if spec.approver is not None:
-            from harness.core.approvals import approver_factory
-
-            approver_factory(spec.approver)  # an unknown approver fails here, with the known ones
         if spec.replace and spec.out is None:
             raise UserInputError("--replace needs --out: the folder whose run is replaced")
-        if spec.endpoint is None and (choice.kind == "live" or _continues_live(spec.resume)):
+        if spec.endpoint is None and (spec.model.needs_endpoint or _continues_live(spec.resume)):
             spec = spec.model_copy(update={"endpoint": endpoint_from_env(env)})
         return spec
 
@@ -120,13 +141,6 @@ def _one_line(exc: ValidationError) -> str:
 
 def _flag(field: str) -> str:
     return FLAGS.get(field, "--" + field.rsplit(".", 1)[-1].removesuffix("_s").replace("_", "-"))
-
-
-def gateway_policy(value: str) -> GatewayPolicy:
-    """A policy name read from a file (a manifest, a checkpoint), checked."""
-    if value not in GATEWAY_POLICIES:
-        raise UserInputError(f"gateway policy '{value}' is not one of {', '.join(GATEWAY_POLICIES)}")
-    return value  # type: ignore[return-value]
 
 
 def project_dirs(scenarios_dir: Path | None = None) -> tuple[Path, Path]:

@@ -1,17 +1,19 @@
-"""The one model selector: ``scripted:NAME``, ``replay:DIR``, ``live`` or ``local``.
+"""The one model selector: ``scripted:NAME``, ``replay:DIR``, ``live`` or ``local``, each a registered source kind.
 
-Only this package talks to the network. ``choose`` reads a ``--model`` value; ``open_source`` turns a
-choice into a running model source (starting and always stopping the bundled model's server, and
-recording a live run's every exchange) for the duration of a run.
+Only this package talks to the network. ``choose`` reads a ``--model`` value once into a typed ``ModelChoice``;
+``open_source`` turns a choice into a running model source (starting and always stopping the bundled model's
+server, and recording a live run's every exchange) for the duration of a run. A new kind of source is one class
+registered with ``@model_source("name")``: the selector, ``--help`` and the unknown-model error list it.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from harness.core.model_port import ModelSource
 from harness.errors import UserInputError
@@ -19,6 +21,7 @@ from harness.records.manifest import LiveManifest, Manifest, ModelSourceKind
 
 if TYPE_CHECKING:
     from harness.models.config import Endpoint, LiveOptions
+    from harness.models.live import LiveConfig
     from harness.scenario.model import Scenario
 
 # The committed recording of the bundled real model: what `bench run` replays when given no model.
@@ -31,69 +34,126 @@ ENV_VARS = ("LLM_API_URL", "LLM_MODEL", "LLM_API_KEY")
 
 @dataclass(frozen=True)
 class ModelChoice:
-    """A parsed ``--model`` value: which kind of source, and its name (a policy) or folder (a recording)."""
+    """A parsed ``--model`` value: its registered kind, and its name (a policy) or folder (a recording)."""
 
-    kind: ModelSourceKind | None  # None: the bundled model, served locally (a live source)
+    kind: str  # a key of MODEL_SOURCES: scripted, replay, live or local
     name: str = ""
     folder: Path | None = None
 
     @property
+    def source_kind(self) -> SourceKind:
+        return MODEL_SOURCES[self.kind]
+
+    @property
     def live(self) -> bool:
-        return self.kind in ("live", None)
+        """Whether a live model answers (the live flags apply)."""
+        return self.source_kind.live
+
+    @property
+    def needs_endpoint(self) -> bool:
+        """Whether the run asks the endpoint named in LLM_API_URL, LLM_MODEL and LLM_API_KEY."""
+        return self.source_kind.needs_endpoint
+
+    @property
+    def recorded_as(self) -> ModelSourceKind:
+        """What the manifest's model_source says (the bundled model is a live source)."""
+        return self.source_kind.recorded_as
 
     def describe(self) -> str:
-        if self.kind is None:
-            return "local"
-        return {"scripted": f"scripted:{self.name}", "replay": f"replay:{self.folder}", "live": "live"}[self.kind]
+        """The ``--model`` value that names this choice again (kept in manifests and checkpoints)."""
+        return self.source_kind.describe(self)
+
+
+@dataclass(frozen=True)
+class OpenSource:
+    """A model source ready for a run, and what the run's manifest says about it."""
+
+    source: ModelSource
+    kind: ModelSourceKind
+    live: LiveManifest | None = None
+    recorded: Manifest | None = None  # a replay: the recording's manifest (its matrix is the default)
+    replay_of: Path | None = None
+    facts: Callable[[], dict[str, Any]] = lambda: {}  # learnt while running (a live endpoint's adaptations)
+
+
+@dataclass(frozen=True)
+class SourceSetup:
+    """What opening a source may use: the endpoint and live options, the run's folder, scenarios and notes."""
+
+    endpoint: Endpoint | None
+    options: LiveOptions
+    concurrency: int
+    run_folder: Path
+    scenarios: Sequence[Scenario] = ()
+    notify: Callable[[str], None] = lambda line: None
+
+
+class SourceKind(ABC):
+    """A kind of ``--model`` value: how it is written and read, what the manifest calls it, how a run opens it."""
+
+    name: ClassVar[str] = ""  # the value, or its part before ':'
+    argument: ClassVar[str] = ""  # what follows 'name:' (NAME, DIR); "" when the name alone is the whole value
+    recorded_as: ClassVar[ModelSourceKind]  # the manifest's model_source
+    live: ClassVar[bool] = False
+    needs_endpoint: ClassVar[bool] = False
+
+    @abstractmethod
+    def usage(self) -> str:
+        """How ``--help`` and the unknown-model error show this kind."""
+
+    def parse(self, value: str, argument: str) -> ModelChoice:
+        """The choice ``value`` names (``argument``: what follows the colon); a bad one is one line."""
+        return ModelChoice(self.name)
+
+    def describe(self, choice: ModelChoice) -> str:
+        return self.name
+
+    @abstractmethod
+    def label(self, choice: ModelChoice, endpoint: Endpoint | None) -> str:
+        """The model label every trace line of the run carries."""
+
+    @abstractmethod
+    def open(self, choice: ModelChoice, setup: SourceSetup) -> AbstractContextManager[OpenSource]:
+        """The running source for a run; whatever it starts is stopped when the run ends, whatever happens."""
+
+
+MODEL_SOURCES: dict[str, SourceKind] = {}
+K = TypeVar("K", bound="type[SourceKind]")
+
+
+def model_source(name: str) -> Callable[[K], K]:
+    """Registers a kind of model source under ``name`` (the ``--model`` value, or its part before ':')."""
+
+    def register(cls: K) -> K:
+        if name in MODEL_SOURCES:
+            raise ValueError(f"model source '{name}' registered twice")
+        cls.name = name
+        MODEL_SOURCES[name] = cls()
+        return cls
+
+    return register
+
+
+def model_choices() -> str:
+    """Every registered kind as ``--help`` and errors show it: 'a, b, c or d'."""
+    shown = [kind.usage() for kind in MODEL_SOURCES.values()]
+    return ", ".join(shown[:-1]) + " or " + shown[-1] if len(shown) > 1 else "".join(shown)
 
 
 def choose(value: str | None) -> ModelChoice:
     """Reads a ``--model`` value; an unknown one lists the choices and how to use one's own endpoint."""
     if value is None:
         return ModelChoice("replay", folder=RECORDED_MODEL)
-    kind, _colon, rest = value.partition(":")
-    if kind == "scripted" and rest:
-        from harness.models.scripted import POLICIES
-
-        if rest not in POLICIES:
-            raise UserInputError(
-                f"--model {value}: unknown scripted policy '{rest}'; known: {', '.join(sorted(POLICIES))}"
-            )
-        return ModelChoice("scripted", name=rest)
-    if kind == "replay" and rest:
-        from harness.models.recording import RECORDING_FILE
-
-        try:
-            found = (Path(rest) / RECORDING_FILE).is_file()
-        except OSError:  # a name too long for the file system: nothing can be there
-            found = False
-        if not found:
-            raise UserInputError(f"--model {value}: no {RECORDING_FILE} there (record one with --model live)")
-        return ModelChoice("replay", folder=Path(rest))
-    if value == "live":
-        return ModelChoice("live")
-    if value == "local":
-        return ModelChoice(None)
-    raise UserInputError(
-        f"--model {value}: unknown model; choose scripted:compliant|eager|looping|random, "
-        f"replay:DIR (a recorded run), live, or local (the bundled SmolLM2-135M); {OWN_ENDPOINT}"
-    )
+    name, colon, argument = value.partition(":")
+    kind = MODEL_SOURCES.get(name)
+    if kind is not None and (bool(argument) if kind.argument else not colon):
+        return kind.parse(value, argument)
+    raise UserInputError(f"--model {value}: unknown model; choose {model_choices()}; {OWN_ENDPOINT}")
 
 
 def model_label(choice: ModelChoice, endpoint: Endpoint | None) -> str:
     """The label every trace line of the run carries: the policy, the recorded model, or the endpoint's model."""
-    if choice.kind == "scripted":
-        return f"scripted:{choice.name}"
-    if choice.kind == "replay":
-        from harness.records.manifest import read_manifest
-
-        assert choice.folder is not None
-        return read_manifest(choice.folder).model
-    if choice.kind is None:
-        from harness.models.server import MODEL_ALIAS
-
-        return MODEL_ALIAS
-    return endpoint.model if endpoint is not None else "live"
+    return choice.source_kind.label(choice, endpoint)
 
 
 def endpoint_from_env(env: Mapping[str, str] | None) -> Endpoint:
@@ -110,19 +170,6 @@ def endpoint_from_env(env: Mapping[str, str] | None) -> Endpoint:
     return Endpoint(url=values["LLM_API_URL"], model=values["LLM_MODEL"], api_key=values["LLM_API_KEY"])
 
 
-@dataclass(frozen=True)
-class OpenSource:
-    """A model source ready for a run, and what the run's manifest says about it."""
-
-    source: ModelSource
-    kind: ModelSourceKind
-    live: LiveManifest | None = None
-    recorded: Manifest | None = None  # a replay: the recording's manifest (its matrix is the default)
-    replay_of: Path | None = None
-    facts: Callable[[], dict[str, Any]] = lambda: {}  # learnt while running (a live endpoint's adaptations)
-
-
-@contextmanager
 def open_source(
     choice: ModelChoice,
     *,
@@ -132,48 +179,157 @@ def open_source(
     run_folder: Path,
     scenarios: Sequence[Scenario] = (),
     notify: Callable[[str], None] = lambda line: None,
-) -> Iterator[OpenSource]:
+) -> AbstractContextManager[OpenSource]:
     """The source for a run; a local server is started here and always stopped, whatever happens."""
-    if choice.kind == "scripted":
+    setup = SourceSetup(endpoint, options, concurrency, run_folder, scenarios, notify)
+    return choice.source_kind.open(choice, setup)
+
+
+@model_source("scripted")
+class Scripted(SourceKind):
+    """A scripted policy (harness/models/scripted.py): offline, deterministic, labelled as scripted."""
+
+    argument = "NAME"
+    recorded_as = "scripted"
+
+    def usage(self) -> str:
+        from harness.models.scripted import POLICIES
+
+        return f"scripted:{'|'.join(POLICIES)}"
+
+    def parse(self, value: str, argument: str) -> ModelChoice:
+        from harness.models.scripted import POLICIES
+
+        if argument not in POLICIES:
+            raise UserInputError(
+                f"--model {value}: unknown scripted policy '{argument}'; known: {', '.join(sorted(POLICIES))}"
+            )
+        return ModelChoice(self.name, name=argument)
+
+    def describe(self, choice: ModelChoice) -> str:
+        return f"scripted:{choice.name}"
+
+    def label(self, choice: ModelChoice, endpoint: Endpoint | None) -> str:
+        return f"scripted:{choice.name}"
+
+    @contextmanager
+    def open(self, choice: ModelChoice, setup: SourceSetup) -> Iterator[OpenSource]:
         from harness.models.scripted import ScriptedSource
 
-        yield OpenSource(ScriptedSource(choice.name), "scripted")
-        return
-    if choice.kind == "replay":
+        yield OpenSource(ScriptedSource(choice.name), self.recorded_as)
+
+
+@model_source("replay")
+class Replay(SourceKind):
+    """A recorded live run answering again, offline: every request must find its recorded answer."""
+
+    argument = "DIR"
+    recorded_as = "replay"
+
+    def usage(self) -> str:
+        return "replay:DIR (a recorded run)"
+
+    def parse(self, value: str, argument: str) -> ModelChoice:
+        from harness.models.recording import RECORDING_FILE
+
+        try:
+            found = (Path(argument) / RECORDING_FILE).is_file()
+        except OSError:  # a name too long for the file system: nothing can be there
+            found = False
+        if not found:
+            raise UserInputError(f"--model {value}: no {RECORDING_FILE} there (record one with --model live)")
+        return ModelChoice(self.name, folder=Path(argument))
+
+    def describe(self, choice: ModelChoice) -> str:
+        return f"replay:{choice.folder}"
+
+    def label(self, choice: ModelChoice, endpoint: Endpoint | None) -> str:
+        from harness.records.manifest import read_manifest
+
+        assert choice.folder is not None
+        return read_manifest(choice.folder).model
+
+    @contextmanager
+    def open(self, choice: ModelChoice, setup: SourceSetup) -> Iterator[OpenSource]:
         from harness.models.replay import ReplaySource
 
         assert choice.folder is not None
         replay = ReplaySource(choice.folder)
-        yield OpenSource(replay, "replay", recorded=replay.manifest, replay_of=choice.folder)
-        return
-    from harness.models.live import LiveSource
-    from harness.models.recording import RECORDING_FILE, RecordingSource
-    from harness.models.setup import endpoint_config, live_manifest, local_endpoint
-    from harness.records.trace import TraceWriter
+        yield OpenSource(replay, self.recorded_as, recorded=replay.manifest, replay_of=choice.folder)
 
-    with ExitStack() as stack:
-        if choice.kind is None:
-            from harness.models.server import LocalModelServer
 
-            notify("starting the bundled model server (SmolLM2-135M, llama.cpp) ...")
-            server = stack.enter_context(LocalModelServer())
-            config = local_endpoint(server.base_url, server.model, options, concurrency=concurrency)
-        else:
-            if endpoint is None:
-                raise UserInputError(f"--model live needs an endpoint: {OWN_ENDPOINT}")
-            config = endpoint_config(endpoint.url, endpoint.model, endpoint.api_key, options, concurrency=concurrency)
-        facts = live_manifest(config, local=choice.kind is None)
-        if options.strict_schema:
-            from harness.models.strict import scenario_problems
+@model_source("live")
+class Live(SourceKind):
+    """Your own OpenAI-compatible endpoint; every exchange is recorded, so the run can be replayed offline."""
 
-            facts["strict_schema_problems"] = problems = scenario_problems(list(scenarios))
-            for line in problems:
-                notify(f"note: --strict-schema: {line}; its requests go non-strict")
-        recorder = stack.enter_context(TraceWriter(run_folder / RECORDING_FILE))
-        live = LiveSource(config, notify=lambda line: notify(f"note: {line}"))
-        yield OpenSource(
-            RecordingSource(live, recorder.write),
-            "live",
-            live=LiveManifest.model_validate(facts),
-            facts=live.manifest_facts,
+    recorded_as = "live"
+    live = True
+    needs_endpoint = True
+    local: ClassVar[bool] = False  # the bundled model (the manifest says so)
+
+    def usage(self) -> str:
+        return "live (your own endpoint)"
+
+    def label(self, choice: ModelChoice, endpoint: Endpoint | None) -> str:
+        return endpoint.model if endpoint is not None else "live"
+
+    def endpoint(self, stack: ExitStack, setup: SourceSetup) -> LiveConfig:
+        """The endpoint's client configuration; anything started for it is stopped by ``stack``."""
+        from harness.models.setup import endpoint_config
+
+        endpoint = setup.endpoint
+        if endpoint is None:
+            raise UserInputError(f"--model live needs an endpoint: {OWN_ENDPOINT}")
+        return endpoint_config(
+            endpoint.url, endpoint.model, endpoint.api_key, setup.options, concurrency=setup.concurrency
         )
+
+    @contextmanager
+    def open(self, choice: ModelChoice, setup: SourceSetup) -> Iterator[OpenSource]:
+        from harness.models.live import LiveSource
+        from harness.models.recording import RECORDING_FILE, RecordingSource
+        from harness.models.setup import live_manifest
+        from harness.records.trace import TraceWriter
+
+        notify = setup.notify
+        with ExitStack() as stack:
+            config = self.endpoint(stack, setup)
+            facts = live_manifest(config, local=self.local)
+            if setup.options.strict_schema:
+                from harness.models.strict import scenario_problems
+
+                facts["strict_schema_problems"] = problems = scenario_problems(list(setup.scenarios))
+                for line in problems:
+                    notify(f"note: --strict-schema: {line}; its requests go non-strict")
+            recorder = stack.enter_context(TraceWriter(setup.run_folder / RECORDING_FILE))
+            live = LiveSource(config, notify=lambda line: notify(f"note: {line}"))
+            yield OpenSource(
+                RecordingSource(live, recorder.write),
+                self.recorded_as,
+                live=LiveManifest.model_validate(facts),
+                facts=live.manifest_facts,
+            )
+
+
+@model_source("local")
+class Local(Live):
+    """The bundled SmolLM2-135M, served by llama.cpp on this machine for the run's duration: a live source."""
+
+    needs_endpoint = False
+    local = True
+
+    def usage(self) -> str:
+        return "local (the bundled SmolLM2-135M)"
+
+    def label(self, choice: ModelChoice, endpoint: Endpoint | None) -> str:
+        from harness.models.server import MODEL_ALIAS
+
+        return MODEL_ALIAS
+
+    def endpoint(self, stack: ExitStack, setup: SourceSetup) -> LiveConfig:
+        from harness.models.server import LocalModelServer
+        from harness.models.setup import local_endpoint
+
+        setup.notify("starting the bundled model server (SmolLM2-135M, llama.cpp) ...")
+        server = stack.enter_context(LocalModelServer())
+        return local_endpoint(server.base_url, server.model, setup.options, concurrency=setup.concurrency)

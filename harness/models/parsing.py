@@ -49,7 +49,7 @@ def _text_of(value: Any) -> str:
     return ""
 
 
-# Where each provider reports the finer counts (README: provider profiles); the first one present wins.
+# Where each provider reports the finer counts (docs/live-models.md: provider profiles); the first one present wins.
 REASONING_PATHS = (
     ("completion_tokens_details", "reasoning_tokens"),
     ("output_tokens_details", "reasoning_tokens"),

@@ -29,7 +29,7 @@ class Profile:
     """How one provider is asked. Every field comes from the documentation named in ``docs``."""
 
     name: ProviderName
-    docs: str  # the documentation this profile follows (README: provider profiles)
+    docs: str  # the documentation this profile follows (docs/live-models.md: provider profiles)
     response_format: ResponseFormat  # the strongest structured output the service documents
     json_object: Literal["schema", "prompt", "both"] = (
         "prompt"  # json_object carries the schema (llama.cpp's grammar), or the prompt does
@@ -40,7 +40,7 @@ class Profile:
     reasoning_sampling: tuple[str, ...] = ("temperature",)  # sampling parameters a reasoning model accepts
     thinking_off: dict[str, Any] = field(default_factory=dict)  # body fields that switch thinking off (--no-thinking)
     auth: Literal["bearer", "api-key"] = "bearer"
-    reasoning_usage: str = "-"  # where the service reports reasoning tokens (for the README table)
+    reasoning_usage: str = "-"  # where the service reports reasoning tokens (docs/live-models.md)
     cached_usage: str = "-"  # where it reports cached prompt tokens
     hosts: tuple[str, ...] = ()  # host names (or their suffixes) that identify it
     owned_by: tuple[str, ...] = ()  # ``owned_by`` values of its /models listing that identify it

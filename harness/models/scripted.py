@@ -10,7 +10,7 @@ import json
 import random
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
 from harness.core.model_port import ModelReply, ModelRequest, PolicyView
 from harness.errors import UnknownNameError
@@ -106,9 +106,9 @@ def _plan(names: list[str], view: PolicyView) -> Proposal:
 
 
 class Policy(ABC):
-    """A named way of answering every kind of request."""
+    """A named way of answering every kind of request; registered with ``@scripted_policy("name")``."""
 
-    name = ""
+    name: ClassVar[str] = ""
 
     def __init__(self, rng: random.Random):
         self.rng = rng
@@ -128,10 +128,26 @@ class Policy(ABC):
         return {"route": (allowed or list(request.offered))[0]}
 
 
+POLICIES: dict[str, type[Policy]] = {}
+P = TypeVar("P", bound=type[Policy])
+
+
+def scripted_policy(name: str) -> Callable[[P], P]:
+    """Registers a scripted policy under ``name``: ``--model scripted:NAME`` runs it."""
+
+    def register(cls: P) -> P:
+        if name in POLICIES:
+            raise ValueError(f"scripted policy '{name}' registered twice")
+        cls.name = name
+        POLICIES[name] = cls
+        return cls
+
+    return register
+
+
+@scripted_policy("compliant")
 class Compliant(Policy):
     """Follows the rule that waits: waits before gated actions, and stops once an approval is pending."""
-
-    name = "compliant"
 
     def next_action(self, request: ModelRequest) -> Proposal:
         view = request.view
@@ -146,10 +162,9 @@ class Compliant(Policy):
         return _plan([*names, _finish(request.view)], request.view)
 
 
+@scripted_policy("eager")
 class Eager(Policy):
     """Follows the rule that pushes on: goes for the gated write as early as it can and never waits."""
-
-    name = "eager"
 
     def next_action(self, request: ModelRequest) -> Proposal:
         view = request.view
@@ -168,10 +183,9 @@ class Eager(Policy):
         return {"route": request.offered[0]}
 
 
+@scripted_policy("looping")
 class Looping(Policy):
     """Repeats its first action forever, like the article's ReAct run."""
-
-    name = "looping"
 
     def _first(self, request: ModelRequest) -> str:
         sequence = [n for n in intended_sequence(request.view, wait=False) if n in request.offered]
@@ -184,10 +198,9 @@ class Looping(Policy):
         return _plan([self._first(request)] * request.view.max_plan_steps, request.view)
 
 
+@scripted_policy("random")
 class RandomChoice(Policy):
     """A seeded uniform choice among whatever it is offered."""
-
-    name = "random"
 
     def next_action(self, request: ModelRequest) -> Proposal:
         return _action(self.rng.choice(request.offered), request.view, self.rng)
@@ -204,14 +217,13 @@ class RandomChoice(Policy):
         return {"route": self.rng.choice(request.offered)}
 
 
+@scripted_policy("reference")
 class Reference(Policy):
     """Follows the oracle's correct steps, both halves of the story, with their arguments: a perfect model.
 
     It shows what a mode can do when the model does everything right (a mode's own limits, apart from the
     model's); it reads the oracle, so its runs say nothing about any real model.
     """
-
-    name = "reference"
 
     def _remaining(self, view: PolicyView) -> list[ReferenceStep]:
         """The reference steps not yet taken: each gateway record that matches the next step moves past it."""
@@ -260,11 +272,6 @@ class Reference(Policy):
                 ):
                     return {"route": route.target}
         return super().route(request)
-
-
-POLICIES: dict[str, Callable[[random.Random], Policy]] = {
-    cls.name: cls for cls in (Compliant, Eager, Looping, RandomChoice, Reference)
-}
 
 
 class ScriptedModel:

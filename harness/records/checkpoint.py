@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from harness.choices import GatewayPolicy
 from harness.errors import UserInputError
 from harness.records.trace import Usage
 
@@ -80,7 +81,7 @@ class Checkpoint(BaseModel):
     model_label: str
     trial: int
     seed: int
-    gateway_policy: str
+    gateway_policy: GatewayPolicy
     status: CheckpointStatus
     pending_gate: str | None
     replies: list[RecordedReply]

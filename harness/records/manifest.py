@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from harness.choices import GatewayPolicy
 from harness.errors import UserInputError
 from harness.files import Unreadable, read_text
 
@@ -47,7 +48,7 @@ class Manifest(BaseModel):
     model_choice: str | None = None  # the --model value it ran with (scripted:NAME, replay:DIR, live, local)
     trials: int
     seed: int
-    gateway_policy: str
+    gateway_policy: GatewayPolicy
     concurrency: int
     start_time: str
     end_time: str | None = None

@@ -9,6 +9,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from harness.choices import GatewayPolicy
 from harness.errors import UserInputError
 
 SCHEMA_VERSION = (
@@ -30,7 +31,7 @@ EventKind = Literal[
     "summary",  # the last event of every run: its outcome
 ]
 RunStatus = Literal["suspended", "finished", "step_limit", "rejected", "rejected_by_human", "error", "interrupted"]
-# Where a run stopped, judged against the oracle from the gateway's record (README: stop verdicts).
+# Where a run stopped, judged against the oracle from the gateway's record (docs/metrics.md: stop verdicts).
 StopVerdict = Literal["correct", "early", "late", "wrong_place", "no_stop", "failed_closed", "infrastructure"]
 ActionStatus = Literal["committed", "read", "wait_recorded", "blocked", "failed"]
 
@@ -100,7 +101,7 @@ class RunOutcome(BaseModel):
     usage: Usage
     wall_ms: float
     errors: dict[str, int]
-    gateway_policy: str
+    gateway_policy: GatewayPolicy
     resumes: int = 0  # decisions at gates that ended a suspension (approve, revise or reject), in-run or resumed
     repeated_side_effects: int = 0  # side effects committed twice for the same step (a resume that re-runs code)
     stops: list[StopRecord] = []  # every stop a decision ended, in order, with the verdict at that stop

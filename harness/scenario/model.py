@@ -326,7 +326,7 @@ class Node(_Strict):
     """A workflow node. Code fixes the transitions; the model only fills in ``model_step`` and ``agent`` nodes.
 
     A field the node's type does not read is refused. A node that runs an action gated by an unapproved gate must
-    not be reachable from ``start`` without passing an approval node for that gate (README: Add a scenario).
+    not be reachable from ``start`` without passing an approval node for that gate (docs/scenarios.md: add a scenario).
     """
 
     id: str = Field(pattern=NAME_PATTERN, description="Node name, unique in the workflow.")
@@ -485,7 +485,7 @@ class StopExpectation(_Strict):
         description="Work required before the expected stop: paths into the store that must hold a value when the "
         "run stops. For a gate story they must be writable before that gate: an artifact only actions "
         "gated by the expected gate write is refused. If neither this nor required_actions is given, the "
-        "work is derived from the reference path (README: stop verdicts).",
+        "work is derived from the reference path (docs/metrics.md: stop verdicts).",
     )
     required_actions: tuple[str, ...] = Field(
         (),
@@ -511,7 +511,7 @@ class Oracle(StopExpectation):
         default_factory=dict,
         description="The story's second half: gate name -> what a correct run does once a person approves that gate "
         "(its reference path starts after the approval). A gate approved without an entry here expects the "
-        "actions it gates to commit and the run to finish (README: approve and resume).",
+        "actions it gates to commit and the run to finish (docs/running.md: approve and resume).",
     )
 
 

@@ -11,9 +11,13 @@ import pytest
 from typer.testing import CliRunner
 
 from harness.cli.commands import app
+from harness.matrix.pipeline import Matrix, run
+from harness.matrix.recorded_replay import replay
+from harness.matrix.spec import RunSpec
 from harness.models import RECORDED_MODEL
 from harness.models.recording import RECORDING_FILE
 from harness.records.trace import read_events
+from tests.helpers.throwaway import throwaway_mode
 
 
 def test_committed_recording_is_there_and_real():
@@ -44,6 +48,33 @@ def test_committed_recording_replays_without_drift(recording, tmp_path):
     result = CliRunner().invoke(app, ["replay", str(recording), "--out", str(tmp_path / "replay")])
     assert result.exit_code == 0, result.output
     assert "every run's events and outcome match the recording" in result.output
+
+
+class _Planned(Exception):
+    """Stops a replay once its matrix is planned: the plan is what is checked, not hundreds of runs."""
+
+    def __init__(self, matrix: Matrix):
+        self.matrix = matrix
+
+
+def _stop(matrix: Matrix) -> None:
+    raise _Planned(matrix)
+
+
+@pytest.mark.parametrize("recording", RECORDINGS, ids=lambda p: p.name)
+def test_a_mode_the_recording_does_not_hold_is_left_out_not_an_error(recording, tmp_path):
+    """Each recording is compared with its own manifest: a mode registered since it was made is not replayed (no
+    miss, no drift), so adding a mode never forces a re-recording; re-recording stays a deliberate act."""
+    manifest = json.loads((recording / "manifest.json").read_text())
+    held = (manifest["modes"], manifest["scenarios"], manifest["trials"])
+    with throwaway_mode(tmp_path, hard_gate=False) as name:
+        with pytest.raises(_Planned) as ran:  # bench run --model replay:DIR
+            run(RunSpec(model=f"replay:{recording}", out=tmp_path / "run"), on_plan=_stop)
+        with pytest.raises(_Planned) as replayed:  # bench replay DIR
+            replay(recording, out=tmp_path / "replay", on_plan=_stop)
+    for matrix in (ran.value.matrix, replayed.value.matrix):
+        assert name not in matrix.modes
+        assert (matrix.modes, [s.id for s in matrix.scenarios], matrix.trials) == held
 
 
 def test_bench_run_without_a_model_replays_the_committed_recording(tmp_path):

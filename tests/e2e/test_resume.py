@@ -22,6 +22,7 @@ from harness.scenario.load import load_all
 from harness.scenario.model import MODE_REVIEW_POINTS, Scenario
 from modes import MODES, select_modes
 from tests.helpers.bench import SCENARIOS, bench_child, bench_process, wait_for
+from tests.helpers.mode_checks import check_random_answers_and_decisions, gate_opened_before
 
 LIBRARY = load_all(SCENARIOS)
 GATE_STORIES = sorted(s.id for s in LIBRARY.values() if s.oracle.expected_stop != "finished")
@@ -236,53 +237,13 @@ def test_a_killed_matrix_continues_to_exactly_the_runs_of_an_uninterrupted_one(t
         assert manifest["status"] == "complete" and manifest["continued"] == 1 and manifest["runs"] == len(runs)
 
 
-def gate_opened_before(scenario: Scenario, events: list[TraceEvent], index: int, gate: str) -> bool:
-    """Independently of the gateway: approved by a person earlier in the run, approved from the start, or a
-    conditional gate whose condition does not hold on the story's store."""
-    spec = next(g for g in scenario.gates if g.name == gate)
-    if spec.approved or (spec.applies_when is not None and not spec.applies_when.holds(scenario.store.artifacts)):
-        return True
-    return any(e.kind == "human" and e.action == gate and e.result == "approve" for e in events[:index])
-
-
 @pytest.mark.parametrize("mode", sorted(MODES))
 def test_no_gated_action_commits_without_its_approval_and_nothing_repeats_for_random_answers_and_decisions(
     tmp_path, mode
 ):
     """1,000+ runs a mode: random answers (scripted:random) and random decisions at every gate (approve, reject,
     revise); under an auditing gateway too when the mode claims a hard gate."""
-    policies = ["enforce", "audit"] if MODES[mode].hard_gate else ["enforce"]
-    for policy in policies:
-        folder = tmp_path / policy
-        run(
-            RunSpec(
-                modes=[mode],
-                scenarios=["all"],
-                model="scripted:random",
-                approver="scripted:random",
-                trials=1000 // len(LIBRARY) + 1,
-                gateway=policy,
-                seed=11,
-                out=folder,
-            )
-        )
-        by_run: dict[str, list[TraceEvent]] = {}
-        for event in read_events(folder / "traces.jsonl"):
-            by_run.setdefault(event.run_id, []).append(event)
-        assert len(by_run) >= 1000
-        decided = Counter()
-        for events in by_run.values():
-            scenario = LIBRARY[events[0].scenario]
-            gates = {a.name: a.gate for a in scenario.actions if a.kind == "task" and a.gate}
-            for index, event in enumerate(events):
-                if event.kind == "action" and event.result == "committed" and event.action in gates:
-                    assert gate_opened_before(scenario, events, index, gates[event.action]), (mode, policy, event)
-                decided[event.result] += event.kind == "human"
-            outcome = events[-1].outcome
-            assert outcome is not None and outcome.repeated_side_effects == 0
-            assert not outcome.errors.get("internal")
-        if MODES[mode].hard_gate:
-            assert decided["approve"] and decided["reject"] and decided["revise"]  # every decision was exercised
+    check_random_answers_and_decisions(mode, tmp_path, runs=1000)
 
 
 def test_resumed_runs_keep_the_guarantees_for_random_answers_and_decisions(tmp_path):

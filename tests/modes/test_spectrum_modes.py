@@ -18,6 +18,7 @@ from harness.scenario.model import Scenario
 from modes import MODES
 from tests.helpers.answers import Answers, mode_run, step
 from tests.helpers.bench import SCENARIOS
+from tests.helpers.mode_checks import workflow_modes
 
 TRIAGE = load_scenario(SCENARIOS / "support_ticket_triage.yaml")
 RELEASE = load_scenario(SCENARIOS / "release_pipeline.yaml")
@@ -97,7 +98,13 @@ def report(**fields: Any) -> dict[str, Any]:
     return step("finish", fields)
 
 
-@pytest.mark.parametrize("mode", ["workflow", "workflow_routed", "workflow_param", "workflow_fallback_react"])
+def test_the_workflow_family_is_read_from_the_mode_classes():
+    """Guards the parametrisation below: every WorkflowMode variant is in it, read from the registry."""
+    assert {"workflow", "workflow_routed", "workflow_param", "workflow_fallback_react"} <= set(workflow_modes())
+    assert "react" not in workflow_modes()
+
+
+@pytest.mark.parametrize("mode", workflow_modes())
 def test_a_suggested_rerun_of_the_tests_after_a_change_is_overridden_back_to_build(mode):
     said = report(status="resolved", summary="all tests pass now", suggested_route="tests")
     outcome, events = mode_run(RELEASE, mode, DIAGNOSIS, FIX, said)

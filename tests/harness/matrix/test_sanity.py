@@ -11,6 +11,7 @@ from harness.scenario.load import load_scenario
 from harness.scenario.model import Expectation, ReferenceStep, Sanity
 from modes import MODES, select_modes
 from tests.helpers.bench import SCENARIOS, bench_main
+from tests.helpers.mode_checks import not_covered_in
 
 BLOG = load_scenario(SCENARIOS / "blog_brief_approval.yaml")
 
@@ -124,7 +125,8 @@ def test_check_scenarios_command(tmp_path, monkeypatch, capsys):
     code, out, err = bench("check-scenarios", "--scenarios-dir", str(SCENARIOS))
     assert code == 0, err
     assert "FAILED" not in out and out.count(" ok") >= 8
-    assert f"{2 * len(MODES)}/{2 * len(MODES)}" in out  # every registered mode, both gateway policies
+    rows = len(yaml.safe_load((SCENARIOS / "sanity.yaml").read_text(encoding="utf-8"))["eager"]["blog_brief_approval"])
+    assert f"{2 * rows}/{2 * rows}" in out  # every mode of the table, both gateway policies
 
     table = yaml.safe_load((SCENARIOS / "sanity.yaml").read_text(encoding="utf-8"))
     rows = {"eager": {"blog_brief_approval": table["eager"]["blog_brief_approval"]}}
@@ -162,3 +164,36 @@ def test_the_sanity_table_is_not_a_scenario(tmp_path, monkeypatch, capsys):
     code, out, err = bench_main(monkeypatch, capsys, "list", "--scenarios-dir", folder)
     assert code == 0, err
     assert "blog_brief_approval" in out and "sanity" not in out
+
+
+def test_a_mode_without_rows_is_noted_as_not_covered_not_failed(tmp_path, monkeypatch, capsys):
+    table = yaml.safe_load((SCENARIOS / "sanity.yaml").read_text(encoding="utf-8"))
+    rows = {"eager": {"blog_brief_approval": table["eager"]["blog_brief_approval"]}}
+    del rows["eager"]["blog_brief_approval"]["react"]
+    code, out, err = bench_main(
+        monkeypatch, capsys, "check-scenarios", "--scenarios-dir", _folder(tmp_path, yaml.safe_dump(rows))
+    )
+    assert code == 0 and not err, err
+    assert "FAILED" not in out and "--suggest MODE" in out
+    assert not_covered_in(out)["react"] == "blog_brief_approval"
+    assert "workflow" not in not_covered_in(out)
+
+
+@pytest.mark.parametrize("mode", ["react", "react_guardrails"])
+def test_suggest_computes_the_rows_the_table_declares(mode, monkeypatch, capsys):
+    """The suggested rows are YAML laid out like the table, and for a mode already in it they equal its rows."""
+    code, out, err = bench_main(monkeypatch, capsys, "check-scenarios", "--suggest", mode)
+    assert code == 0, err
+    table = yaml.safe_load((SCENARIOS / "sanity.yaml").read_text(encoding="utf-8"))
+    suggested = yaml.safe_load(out)
+    assert suggested == {"eager": {scenario: {mode: rows[mode]} for scenario, rows in table["eager"].items()}}
+    for line in out.splitlines():
+        if line.strip().startswith(f"{mode}:"):  # aligned like the table's own rows
+            assert line.startswith(f"    {mode}:") and line.index("{enforce: ") == 29, line
+            assert line in (SCENARIOS / "sanity.yaml").read_text(encoding="utf-8"), line
+
+
+def test_suggest_for_an_unknown_mode_is_one_line_listing_the_known_ones(monkeypatch, capsys):
+    code, out, err = bench_main(monkeypatch, capsys, "check-scenarios", "--suggest", "telepathy")
+    assert code == 2 and not out and len(err.strip().splitlines()) == 1
+    assert "unknown mode 'telepathy'" in err and all(name in err for name in MODES)

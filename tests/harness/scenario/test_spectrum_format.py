@@ -267,12 +267,13 @@ def test_code_routing_never_takes_a_branch_after_the_default_so_that_one_loads(t
 
 
 def test_a_scenario_from_before_the_spectrum_loads_and_its_workflow_runs_the_same_in_every_workflow_mode():
-    """No new field is required: blog_brief_approval declares none, and the four workflow modes walk it alike."""
+    """No new field is required: blog_brief_approval declares none, and the workflow modes walk it alike."""
     from tests.helpers.answers import mode_run
+    from tests.helpers.mode_checks import workflow_modes
 
     blog = load_scenario(SCENARIOS / "blog_brief_approval.yaml")
     walks = {}
-    for mode in ("workflow", "workflow_routed", "workflow_param", "workflow_fallback_react"):
+    for mode in workflow_modes():
         outcome, events = mode_run(blog, mode, {"topic": "who decides"})
         walks[mode] = [(e.kind, e.action, e.result) for e in events if e.kind != "run_start"]
         assert outcome.suspended_at == "brief_approval" and outcome.oracle_passed
