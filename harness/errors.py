@@ -60,3 +60,15 @@ class ModelError(BenchError):
         self.kind, self.failed_attempts, self.answer = kind, failed_attempts, answer
         self.step: int | None = None  # the agent step whose request failed, set where the request is made
         super().__init__(message)
+
+
+class WriteFailed(UserInputError):
+    """A file bench writes could not be written (a full disk, a read-only folder): one line naming the file, exit 2.
+
+    Raised by every writer (trace, manifest, checkpoint database, recording, report) with the path and the
+    system's reason, so the CLI's one error boundary prints it and the manifest can say why the run stopped.
+    """
+
+    def __init__(self, path: object, reason: str):
+        self.path, self.reason = str(path), reason
+        super().__init__(f"{path}: cannot write: {reason}")
