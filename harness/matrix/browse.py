@@ -21,7 +21,8 @@ def folders(root: Path | None = None) -> list[Any]:
 
 
 def waiting(folder: Path) -> list[Any]:
-    """The runs of a folder waiting for a decision (harness.matrix.listing.WaitingRun each)."""
+    """The runs of a folder at a gate: waiting for a decision, or with one given and not yet carried out
+    (harness.matrix.listing.WaitingRun each, its ``state`` says which)."""
     from harness.matrix.listing import waiting_runs
 
     return waiting_runs(folder)

@@ -1,50 +1,86 @@
-"""bench resume: one decision at a suspended run's gate, and the run going on from its checkpoint exactly once."""
+"""bench resume: one decision at a suspended run's gate, carried out exactly once whatever crashes when, and only
+on the stop its command was meant for.
+
+The decision is claimed in the checkpoint database before anything of it is written (a compare-and-set:
+suspended at this stop -> deciding), then carried out; the run's next stop, or its end, replaces the claim.
+A resume killed or interrupted in between leaves the claim, and the next ``bench resume`` of the run carries
+that same decision out again from the same checkpoint, writing only the trace lines the killed one did not
+(``harness.matrix.reconcile``): nothing is committed twice and the checkpoint and the trace never disagree
+for good. A decision lands only on the stop that was pending when its command started (and at the gate
+``--gate`` names): a stop another decision moved on is refused, saying who decided what and where the run
+waits now.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import re
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.core.approvals import NobodyYet
-from harness.core.signals import StopRequest
+from harness.core.model_port import Model
+from harness.core.signals import RunInterrupted, StopRequest
 from harness.errors import UserInputError
 from harness.matrix.cell_runner import Cell, MatrixConfig
 from harness.matrix.exit_status import RunEnds
 from harness.matrix.pipeline import Notify, run_async
+from harness.matrix.reconcile import CatchUp, TraceDiverged, decision_in_trace, events_past, run_events
 from harness.matrix.spec import project_dirs
-from harness.models.choice import choose, endpoint_from_env, open_source
+from harness.models.choice import ModelChoice, choose, endpoint_from_env, open_source
 from harness.models.config import LiveOptions
-from harness.records.checkpoint import Checkpoint, CheckpointStore, Decision
+from harness.records.checkpoint import CHECKPOINT_FILE, Checkpoint, CheckpointStore, Decision, HumanDecision
 from harness.records.folder import TRACE_FILE, RunFolder
-from harness.records.manifest import read_manifest
-from harness.records.trace import RunOutcome, TraceWriter, read_events
+from harness.records.manifest import Manifest, read_manifest
+from harness.records.trace import RunOutcome, TraceEvent, TraceWriter
+from harness.records.write_faults import wrote
 from harness.scenario.model import Scenario
 from modes import MODES
+
+SHORTEST_PREFIX = 4  # as bench show --run: a shorter one names too many runs to be meant
 
 
 @dataclass(frozen=True)
 class ResumeResult:
-    """A resumed run's new outcome, and where its trace went on."""
+    """A resumed run's new outcome (None: interrupted, its decision kept for the next resume), and its trace."""
 
-    outcome: RunOutcome
+    outcome: RunOutcome | None
     traces: Path
     stop: StopRequest
+    run_id: str = ""
+    carried_out: HumanDecision | None = None  # a decision claimed before this call (then cut short) that it did
 
     def exit_status(self) -> tuple[int, str] | None:
         """As ``RunResult.exit_status``, for the one run that went on."""
-        if self.outcome.status == "interrupted":
-            return self.stop.exit_code, "interrupted; finished trace lines are kept"
+        if self.outcome is None:
+            return self.stop.exit_code, (
+                f"interrupted; the decision is kept: bench resume {self.traces.parent} --run {self.run_id} "
+                "carries it out"
+            )
         ends = RunEnds()
         ends.add_outcome(self.outcome)
         return ends.verdict()
 
 
+@dataclass(frozen=True)
+class Standing:
+    """Where a run stands: its checkpoint, the trace lines past it, and the decision claimed there, if any."""
+
+    checkpoint: Checkpoint
+    past: list[TraceEvent]  # lines a claimed decision wrote before its resume was cut short
+    claim: HumanDecision | None  # claimed in the database, or (bench before claims) found in the trace
+
+    @property
+    def open(self) -> bool:
+        return self.checkpoint.status in ("suspended", "deciding")
+
+
 def resume(
     folder: Path,
     run_id: str,
-    decision: Decision,
+    decision: Decision | None,
     *,
     who: str,
     note: str = "",
@@ -52,94 +88,293 @@ def resume(
     env: Mapping[str, str] | None = None,
     scenarios_dir: Path | None = None,
     notify: Notify = lambda line: None,
+    started: float | None = None,
 ) -> ResumeResult:
     """Continues one suspended run of ``folder`` with a person's decision, in this process, with the same model
-    source; its trace goes on in the same file. Anything that does not fit (a finished run, a gate already
-    decided, another gate, an edited checkpoint or scenario) is refused before anything is written."""
-    from harness.matrix.cell_runner import execute_run
-    from harness.records.checkpoint import HumanDecision
-
-    held = RunFolder.attach(folder)
+    source; its trace goes on in the same file. ``run_id`` may be a unique prefix; ``started`` is when the
+    command started (default: now): only a stop pending by then is decided. A decision claimed before (by a
+    resume cut short) is carried out first; ``decision`` None only does that. Anything that does not fit (a
+    finished run, a stop already decided, another gate, an edited checkpoint or scenario) is refused before
+    anything is written."""
+    started = time.time() if started is None else started
+    read_manifest(folder)  # not a run folder: one line before anything else
+    run_id = resolve_run(folder, run_id)
+    seen = _standing(folder, run_id)  # before the lock: the stop this command is meant for
+    _refuse_early(seen, decision, gate)
+    held = _attach(folder, seen)
     try:
-        manifest = read_manifest(folder)
-        checkpoint = _pending(folder, run_id, gate)
-        scenario = _unchanged_scenario(checkpoint, scenarios_dir)
-        _trace_ends_at(folder / TRACE_FILE, checkpoint)
-        if checkpoint.mode not in MODES:
-            raise UserInputError(f"run {run_id}: mode '{checkpoint.mode}' is not registered any more")
-        choice = choose(checkpoint.model)  # read once; the run goes on with the same source
-        endpoint = endpoint_from_env(env) if choice.needs_endpoint else None
-        human = HumanDecision(gate=checkpoint.pending_gate or "", decision=decision, who=who, note=note)
-        stop = StopRequest()
-        live = manifest.live
-        options = LiveOptions(
-            **{k: v for k, v in (live.sampling if live else {}).items() if k in LiveOptions.model_fields}
-        )
-        with (
-            stop.installed(),
-            open_source(
-                choice,
-                endpoint=endpoint,
-                options=options,
-                concurrency=1,
-                run_folder=folder,
-                scenarios=[scenario],
-                notify=notify,
-            ) as opened,
-        ):
-            config = MatrixConfig(
-                model=opened.source,
-                gateway_policy=checkpoint.gateway_policy,
-                stop=stop,
-                checkpoints=CheckpointStore(folder),
-                model_choice=checkpoint.model,
-            )
-            cell = Cell(scenario, checkpoint.mode, checkpoint.trial)
-
-            async def go() -> RunOutcome:
-                task = asyncio.current_task()
-                assert task is not None
-                stop.attach(task)
-                try:
-                    return await execute_run(
-                        cell,
-                        config,
-                        writer.write,
-                        run_id=run_id,
-                        seed=checkpoint.seed,
-                        model=opened.source.for_run(checkpoint.seed),
-                        gatekeeper=NobodyYet(),
-                        resuming=checkpoint,
-                        decision=human,
-                    )
-                finally:
-                    await config.model.aclose()
-
-            with TraceWriter(folder / TRACE_FILE) as writer:
-                outcome = run_async(go())
-        manifest.model_copy(update={"resumes": manifest.resumes + 1}).write(folder)
-        return ResumeResult(outcome, folder / TRACE_FILE, stop)
+        now = _standing(folder, run_id)
+        if now.claim is not None:  # decided before, cut short: carry that decision out first
+            if gate is not None and decision is None and gate != now.claim.gate:
+                raise UserInputError(f"run {run_id}: the decision claimed is at '{now.claim.gate}', not at '{gate}'")
+            result = _carry_out(folder, now, now.claim, env, scenarios_dir, notify)
+            if result.outcome is None:  # interrupted again: the claim still stands
+                return result
+            notify(f"note: run {run_id}: carried out the decision claimed before ({_said(now.claim)})")
+            if decision is None or (seen.claim is not None and _same(seen.claim, decision, who, gate)):
+                return result
+            raise UserInputError(_decided_before(CheckpointStore(folder).load(run_id), seen.checkpoint.stop))
+        if decision is None:
+            raise UserInputError(_nothing_claimed(now.checkpoint))
+        _check_target(seen, now, started, gate)
+        human = HumanDecision(gate=now.checkpoint.pending_gate or "", decision=decision, who=who, note=note)
+        return _carry_out(folder, now, human, env, scenarios_dir, notify)
     finally:
         held.release()
 
 
-def _pending(folder: Path, run_id: str, gate: str | None) -> Checkpoint:
-    """The run's checkpoint, if it waits for a decision (at ``gate``, when one is named); else one clear line."""
+def resolve_run(folder: Path, given: str) -> str:
+    """The run id ``given`` names: itself, or the one run whose id starts with it (at least 4 characters, as
+    ``bench show --run``); an ambiguous prefix is one line listing the candidates."""
+    known = CheckpointStore(folder).run_ids()
+    if given in known:
+        return given
+    ids = set(known) | _trace_run_ids(folder / TRACE_FILE)
+    if given in ids or len(given) < SHORTEST_PREFIX:
+        return given
+    matches = sorted(run for run in ids if run.startswith(given))
+    if len(matches) > 1:
+        shown = ", ".join(matches[:8]) + (f" and {len(matches) - 8} more" if len(matches) > 8 else "")
+        raise UserInputError(f"--run {given}: {len(matches)} runs start with it ({shown}); give more of the id")
+    return matches[0] if matches else given
+
+
+RUN_ID_FIELD = re.compile(r'"run_id"\s*:\s*"([^"\\]+)"')
+
+
+def _trace_run_ids(traces: Path) -> set[str]:
+    if not traces.exists():
+        return set()
+    if not traces.is_file():
+        raise UserInputError(f"{traces}: not a regular file")
+    with open(traces, encoding="utf-8", errors="replace") as handle:
+        return {found.group(1) for line in handle if (found := RUN_ID_FIELD.search(line))}
+
+
+def _standing(folder: Path, run_id: str) -> Standing:
+    """Reads (never writes) where the run stands; one line for anything that is not a resumable run."""
     checkpoint = CheckpointStore(folder).load(run_id)
     if checkpoint is None:
-        last = _last_summary(folder / TRACE_FILE, run_id)
-        if last is None:
+        raise UserInputError(_no_checkpoint(folder, run_id))
+    if checkpoint.status not in ("suspended", "deciding"):
+        return Standing(checkpoint, [], None)
+    traces = folder / TRACE_FILE
+    past = events_past(traces, run_events(traces, run_id), checkpoint)
+    if checkpoint.status == "deciding":
+        return Standing(checkpoint, past, checkpoint.claim)
+    return Standing(checkpoint, past, decision_in_trace(traces, past, checkpoint))
+
+
+def _no_checkpoint(folder: Path, run_id: str) -> str:
+    """Why a run has no checkpoint: it never suspended, it does not exist, or its database lost it."""
+    events = run_events(folder / TRACE_FILE, run_id)
+    if not events:
+        return f"{folder}: no run {run_id} (bench runs {folder} lists the runs waiting for a decision)"
+    ends = [e.outcome for e in events if e.kind == "summary" and e.outcome is not None]
+    if not ends or ends[-1].status != "suspended":
+        how = f"it ended {ends[-1].status}" if ends else "it has no summary: it never finished"
+        return f"run {run_id} is not suspended ({how}); only a suspended run can be resumed"
+    database, gate = folder / CHECKPOINT_FILE, ends[-1].suspended_at
+    if not database.exists():
+        return (
+            f"{database}: missing: run {run_id} ended suspended at '{gate}' but the checkpoint database is gone "
+            "(deleted); the run cannot be resumed"
+        )
+    return (
+        f"{database}: holds no checkpoint of run {run_id}, though its trace ends suspended at '{gate}' "
+        "(its rows were deleted); the run cannot be resumed"
+    )
+
+
+def _refuse_early(seen: Standing, decision: Decision | None, gate: str | None) -> None:
+    """What can be refused from what the command saw as it started, before it takes the folder's lock."""
+    checkpoint = seen.checkpoint
+    if not seen.open:
+        raise UserInputError(_decided_before(checkpoint, checkpoint.stop - 1))
+    if seen.claim is None and decision is None:
+        raise UserInputError(_nothing_claimed(checkpoint))
+    if seen.claim is None and gate is not None and gate != checkpoint.pending_gate:
+        raise UserInputError(_not_there(checkpoint, gate))
+
+
+def _not_there(checkpoint: Checkpoint, gate: str) -> str:
+    """Why a run does not wait at ``gate``: decided there already (who, what), or it waits elsewhere."""
+    earlier = [stop for stop, decided in enumerate(checkpoint.decisions) if decided.gate == gate]
+    if earlier:
+        return _decided_before(checkpoint, earlier[-1])
+    return f"run {checkpoint.run_id} waits at '{checkpoint.pending_gate}', not at '{gate}'"
+
+
+def _attach(folder: Path, seen: Standing) -> RunFolder:
+    """The folder's lock; while another resume holds it, one line saying what it is deciding, when that shows."""
+    try:
+        return RunFolder.attach(folder)
+    except UserInputError:
+        now = CheckpointStore(folder).load(seen.checkpoint.run_id)
+        if now is not None and now.status == "deciding" and now.claim is not None:
             raise UserInputError(
-                f"{folder}: no run {run_id} (bench runs {folder} lists the runs waiting for a decision)"
-            )
-        raise UserInputError(f"run {run_id} is not suspended (it ended {last}); only a suspended run can be resumed")
-    if checkpoint.status != "suspended":
-        decided = checkpoint.decisions[-1] if checkpoint.decisions else None
-        what = f"'{decided.gate}' was already decided ({decided.decision}, by {decided.who})" if decided else "decided"
-        raise UserInputError(f"run {run_id}: {what}; nothing waits for a decision")
+                f"run {now.run_id}: '{now.claim.gate}' is being decided now ({_said(now.claim)}) by another "
+                "bench resume"
+            ) from None
+        if now is not None and now.stop > seen.checkpoint.stop:
+            raise UserInputError(_decided_before(now, seen.checkpoint.stop)) from None
+        raise
+
+
+def _check_target(seen: Standing, now: Standing, started: float, gate: str | None) -> None:
+    """The run must still wait at the stop the command saw, a stop pending when the command started, at ``gate``."""
+    checkpoint, target = now.checkpoint, seen.checkpoint.stop
+    if not now.open or checkpoint.stop != target or seen.claim is not None:
+        raise UserInputError(_decided_before(checkpoint, target))
+    if checkpoint.saved_at is not None and checkpoint.saved_at > started:
+        raise UserInputError(_decided_before(checkpoint, target - 1, after_start=True))
     if gate is not None and gate != checkpoint.pending_gate:
-        raise UserInputError(f"run {run_id} waits at '{checkpoint.pending_gate}', not at '{gate}'")
-    return checkpoint
+        raise UserInputError(_not_there(checkpoint, gate))
+
+
+def _decided_before(checkpoint: Checkpoint | None, stop: int, *, after_start: bool = False) -> str:
+    """One line: who decided the stop a command was meant for, what, and where the run waits now."""
+    if checkpoint is None:  # the row went away meanwhile (a folder rewritten by hand)
+        return "the run's checkpoint is gone; nothing waits for a decision"
+    run_id = checkpoint.run_id
+    if checkpoint.status == "suspended":
+        where = f"it waits now at '{checkpoint.pending_gate}'"
+    elif checkpoint.status == "deciding" and checkpoint.claim is not None:
+        where = f"'{checkpoint.pending_gate}' is being decided now ({_said(checkpoint.claim)})"
+    else:
+        where = "nothing waits for a decision"
+    if 0 <= stop < len(checkpoint.decisions):
+        decided = checkpoint.decisions[stop]
+    elif checkpoint.status == "deciding" and stop == checkpoint.stop and checkpoint.claim is not None:
+        decided = checkpoint.claim
+    else:
+        return f"run {run_id} stopped at '{checkpoint.pending_gate}' after this command started; decide it anew"
+    when = " after this command started" if after_start else ""
+    return f"run {run_id}: '{decided.gate}' was already decided ({_said(decided)}){when}; {where}"
+
+
+def _nothing_claimed(checkpoint: Checkpoint) -> str:
+    return (
+        f"run {checkpoint.run_id} waits at '{checkpoint.pending_gate}' with no decision to carry out; "
+        "give one of --approve, --reject and --revise"
+    )
+
+
+def _said(decision: HumanDecision) -> str:
+    return f"{decision.decision}, by {decision.who}"
+
+
+def _same(claimed: HumanDecision, decision: Decision, who: str, gate: str | None) -> bool:
+    """Whether a command asks again for the decision it claimed before it was cut short (a retry)."""
+    return (claimed.decision, claimed.who) == (decision, who) and gate in (None, claimed.gate)
+
+
+def _carry_out(
+    folder: Path,
+    standing: Standing,
+    decision: HumanDecision,
+    env: Mapping[str, str] | None,
+    scenarios_dir: Path | None,
+    notify: Notify,
+) -> ResumeResult:
+    """Claims ``decision`` (unless it is claimed already) and runs the run on from its checkpoint with it, writing
+    only the trace lines the trace does not hold yet; the run's next stop, or its end, replaces the claim."""
+    from harness.matrix.cell_runner import execute_run
+
+    checkpoint, run_id = standing.checkpoint, standing.checkpoint.run_id
+    scenario = _unchanged_scenario(checkpoint, scenarios_dir)
+    if checkpoint.mode not in MODES:
+        raise UserInputError(f"run {run_id}: mode '{checkpoint.mode}' is not registered any more")
+    choice = choose(checkpoint.model)  # read once; the run goes on with the same source
+    endpoint = endpoint_from_env(env) if choice.needs_endpoint else None
+    manifest = read_manifest(folder)
+    store = CheckpointStore(folder)
+    claimed = checkpoint if checkpoint.status == "deciding" else store.claim(checkpoint, decision)
+    _count_decisions(folder, manifest, store)
+    stop = StopRequest()
+    live = manifest.live
+    options = LiveOptions(**{k: v for k, v in (live.sampling if live else {}).items() if k in LiveOptions.model_fields})
+    traces = folder / TRACE_FILE
+    with (
+        stop.installed(),
+        open_source(
+            choice,
+            endpoint=endpoint,
+            options=options,
+            concurrency=1,
+            run_folder=folder,
+            scenarios=[scenario],
+            notify=notify,
+        ) as opened,
+    ):
+        config = MatrixConfig(
+            model=opened.source,
+            gateway_policy=checkpoint.gateway_policy,
+            stop=stop,
+            checkpoints=store,
+            model_choice=checkpoint.model,
+        )
+        cell = Cell(scenario, checkpoint.mode, checkpoint.trial)
+        model = _answering_again(folder, choice, cell, opened.source.for_run(checkpoint.seed))
+
+        async def go(sink: CatchUp) -> RunOutcome:
+            task = asyncio.current_task()
+            assert task is not None
+            stop.attach(task)
+            try:
+                return await execute_run(
+                    cell,
+                    config,
+                    sink,
+                    run_id=run_id,
+                    seed=checkpoint.seed,
+                    model=model,
+                    gatekeeper=NobodyYet(),
+                    resuming=claimed,
+                    decision=decision,
+                )
+            finally:
+                await config.model.aclose()
+
+        with TraceWriter(traces) as writer:
+            sink = CatchUp(traces, checkpoint.next_seq, standing.past, writer.write)
+            try:
+                outcome: RunOutcome | None = run_async(go(sink))
+            except (RunInterrupted, asyncio.CancelledError):
+                outcome = None  # the claim stays: the next resume carries the decision out
+            except TraceDiverged as diverged:
+                raise UserInputError(str(diverged)) from None
+    if outcome is not None and not sink.caught_up:  # cannot be: a run that ends earlier differs at its summary
+        raise UserInputError(f"{traces}: run {run_id} ended before the lines its trace holds past the checkpoint")
+    carried = decision if checkpoint.status == "deciding" or standing.past else None
+    return ResumeResult(outcome, traces, stop, run_id, carried)
+
+
+def _answering_again(folder: Path, choice: ModelChoice, cell: Cell, model: Model) -> Model:
+    """A live run's model, answering what the recording holds already for the run (a resume cut short asked it)
+    from there: the run goes the same way again, and no request is paid for twice."""
+    if not choice.live:
+        return model  # scripted and replayed sources answer the same again by themselves
+    from harness.matrix.restore import RecordedFirst
+    from harness.models.recording import RECORDING_FILE, read_recording
+
+    recording = folder / RECORDING_FILE
+    entries = read_recording(recording) if recording.is_file() else {}
+    mine = {
+        key: entry
+        for key, entry in entries.items()
+        if (entry.scenario, entry.mode, entry.trial) == (cell.scenario.id, cell.mode, cell.trial)
+    }
+    return RecordedFirst(model, mine)
+
+
+def _count_decisions(folder: Path, manifest: Manifest, store: CheckpointStore) -> None:
+    """The manifest's count of decisions given with bench resume, from the database (claims included), so a
+    resume cut short anywhere leaves it right or the next one puts it right."""
+    given = store.decisions_given()
+    if given != manifest.resumes:
+        manifest.model_copy(update={"resumes": given}).write(folder)
+        wrote()
 
 
 def _unchanged_scenario(checkpoint: Checkpoint, scenarios_dir: Path | None) -> Scenario:
@@ -157,31 +392,3 @@ def _unchanged_scenario(checkpoint: Checkpoint, scenarios_dir: Path | None) -> S
             "it against a different story"
         )
     return scenario
-
-
-def _last_summary(traces: Path, run_id: str) -> str | None:
-    found = None
-    if traces.exists():
-        for event in read_events(traces):
-            if event.run_id == run_id and event.kind == "summary" and event.outcome is not None:
-                found = event.outcome.status
-    return found
-
-
-def _trace_ends_at(traces: Path, checkpoint: Checkpoint) -> None:
-    """The run's last line must be the suspended summary its checkpoint follows, or the two are out of step."""
-    last = None
-    for event in read_events(traces):
-        if event.run_id == checkpoint.run_id:
-            last = event
-    if (
-        last is None
-        or last.kind != "summary"
-        or last.seq != checkpoint.next_seq - 1
-        or last.outcome is None
-        or last.outcome.status != "suspended"
-    ):
-        raise UserInputError(
-            f"{traces}: run {checkpoint.run_id} does not end where its checkpoint says "
-            "(a suspended summary); refusing to resume it"
-        )

@@ -11,9 +11,10 @@ import sqlite3
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Literal
 
 from harness.errors import UserInputError
-from harness.records.checkpoint import CHECKPOINT_FILE, CheckpointStore
+from harness.records.checkpoint import CHECKPOINT_FILE, CheckpointStore, HumanDecision
 from harness.records.folder import LOCK_FILE, TRACE_FILE
 from harness.records.manifest import MANIFEST_FILE, read_manifest
 from harness.records.timeline import RunRef, list_runs
@@ -42,11 +43,14 @@ class FolderRow:
 
 @dataclass(frozen=True)
 class WaitingRun:
-    """A suspended run that waits for a decision at a gate."""
+    """A suspended run at a gate: waiting for a decision, or with one given and not yet carried out."""
 
     run_id: str
     gate: str
     run: RunRef | None  # its cell, when the trace names it
+    state: Literal["waiting", "decided", "deciding"] = "waiting"  # decided: a resume was cut short, the next one
+    # carries the decision out; deciding: a resume is carrying it out now (it holds the folder)
+    claim: HumanDecision | None = None  # the decision given, when the database holds it
 
 
 def run_folders(root: Path) -> list[FolderRow]:
@@ -99,15 +103,25 @@ def describe(folder: Path) -> FolderRow:
 
 
 def waiting_runs(folder: Path) -> list[WaitingRun]:
-    """The runs of a folder that wait for a decision, with their cells; [] when none ever suspended."""
+    """The runs of a folder at a gate, with their cells; [] when none ever suspended. A run whose decision was
+    given (claimed, or written to the trace by a resume cut short) is never listed as waiting."""
     try:
-        pending = CheckpointStore(folder).suspended() if (folder / CHECKPOINT_FILE).exists() else []
+        stops = CheckpointStore(folder).open_stops()
     except sqlite3.Error as exc:
         raise UserInputError(f"{folder / CHECKPOINT_FILE}: unreadable ({exc})") from None
-    if not pending:
+    if not stops:
         return []
     refs = {ref.run_id: ref for ref in list_runs(folder)[0]} if (folder / TRACE_FILE).is_file() else {}
-    return [WaitingRun(run_id, gate, refs.get(run_id)) for run_id, gate in pending]
+    busy = _held(folder)
+    found = []
+    for stop in stops:
+        ref = refs.get(stop.run_id)
+        ahead = ref is not None and stop.next_seq is not None and ref.events > stop.next_seq  # its trace went on
+        if stop.claim is None and not ahead:
+            found.append(WaitingRun(stop.run_id, stop.gate, ref))
+        else:
+            found.append(WaitingRun(stop.run_id, stop.gate, ref, "deciding" if busy else "decided", stop.claim))
+    return found
 
 
 def _waiting_count(folder: Path) -> int | None:
@@ -115,7 +129,7 @@ def _waiting_count(folder: Path) -> int | None:
         return 0
     try:
         return len(CheckpointStore(folder).suspended())
-    except sqlite3.Error:
+    except (sqlite3.Error, UserInputError):
         return None
 
 

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 
 from harness.core.model_port import Attempt, Model, ModelReply, ModelRequest
 from harness.errors import ResumeMismatch
-from harness.models.recording import request_hash
+from harness.models.exchange import interpret
+from harness.models.recording import Occurrences, RecordEntry, RecordKey, request_hash
 from harness.records.checkpoint import Checkpoint, HumanDecision, content_digest
 
 if TYPE_CHECKING:
@@ -68,6 +69,35 @@ class CachedModel:
                 "names: the mode or its prompts changed"
             )
         return await self._inner.complete(request)
+
+
+class RecordedFirst:
+    """A live run carried out again after a crash: what the killed process was already answered (its recording
+    lines, found by request hash and occurrence) is answered the same again; only newer requests reach the model.
+
+    So the run goes the same way as before the crash and its trace lines match the ones already written.
+    """
+
+    def __init__(self, inner: Model, recorded: dict[RecordKey, RecordEntry]):
+        self.label = inner.label
+        self._inner, self._recorded = inner, recorded
+        self._occurrences = Occurrences()
+
+    def skip(self, request: ModelRequest) -> None:
+        """Counts a request answered from the checkpoint, here and in the model behind (its repeats key on)."""
+        self._occurrences.key(request)
+        skip = getattr(self._inner, "skip", None)
+        if skip is not None:
+            skip(request)
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        entry = self._recorded.get(self._occurrences.key(request))
+        if entry is None:
+            return await self._inner.complete(request)
+        skip = getattr(self._inner, "skip", None)
+        if skip is not None:
+            skip(request)  # not recorded again: the line is there already
+        return interpret(request, entry.exchange)
 
 
 class ResumeGatekeeper:

@@ -110,9 +110,29 @@ def test_every_suspending_mode_resumes_in_a_new_process_and_commits_the_gated_ac
         assert outcome is not None and outcome.resumes == reviews + 1 and outcome.repeated_side_effects == 0
         assert outcome.stops[reviews].gate == gate and outcome.stops[reviews].verdict == "correct"
         assert (outcome.status, outcome.stop_verdict, outcome.violations) == ("finished", "correct", [])
-        with pytest.raises(UserInputError, match=f"already decided|not at '{gate}'"):
+        with pytest.raises(UserInputError) as again:
             resume(suspended, summary.run_id, "approve", who="again", gate=gate)
+        assert str(again.value) == (
+            f"run {summary.run_id}: '{gate}' was already decided (approve, by editor); nothing waits for a decision"
+        )
         assert events_of(suspended, summary.run_id) == after
+
+
+def test_a_second_resume_of_a_decided_run_says_already_decided_and_nothing_else(tmp_path):
+    """Without --gate too: the one line says who decided what, and the command changes nothing, not even the lock."""
+    folder = tmp_path / "run"
+    run(RunSpec(modes=["workflow"], scenarios=["blog_brief_approval"], model="scripted:reference", out=folder))
+    run_id = suspended_runs(folder)[0].run_id
+    first = bench_process("resume", str(folder), "--run", run_id, "--approve", "--as", "editor")
+    assert first.returncode == 0, first.stderr
+    files = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+    second = bench_process("resume", str(folder), "--run", run_id, "--reject", "--as", "legal")
+    assert second.returncode == 2 and second.stdout == ""
+    assert second.stderr == (
+        f"error: run {run_id}: 'brief_approval' was already decided (approve, by editor); "
+        "nothing waits for a decision\n"
+    )
+    assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()} == files
 
 
 def test_reject_ends_the_run_with_nothing_gated_committed(tmp_path):
