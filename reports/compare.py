@@ -22,6 +22,7 @@ from reports.metrics import JUDGED_VERDICTS, Grouping, GroupMetrics, Metrics
 from reports.report import metrics_for
 from reports.stats import Interval, fisher_less, wilson
 from reports.tables import VERDICT_HEADERS, Column, Format, Table, interval, key_columns, show
+from reports.writing import write_whole
 
 CompareFormat = str  # one of COMPARE_FORMATS
 COMPARE_FORMATS = ("md", "csv", "latex")
@@ -351,11 +352,7 @@ def write_comparison(comparison: Comparison, out: Path, formats: Sequence[str]) 
     tables: list[Table[Any]] = [comparison.verdicts(), comparison.table()]
 
     def put(path: Path, text: str) -> None:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise UserInputError(f"--out: cannot write {path} ({exc.strerror or exc})") from None
+        write_whole(path, text)
         written.append(path)
 
     if "md" in formats:

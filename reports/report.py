@@ -17,6 +17,7 @@ from reports.html import EmbeddedFigure, Section, page
 from reports.load import SkippedLine, Traces, clean_text, load_traces
 from reports.metrics import GROUPINGS, Grouping, Metrics, compute, latency_samples, prepare
 from reports.prices import PriceTable
+from reports.writing import write_whole
 
 ReportFormat = Literal["md", "csv", "latex", "html"]
 FORMATS: tuple[str, ...] = get_args(ReportFormat)
@@ -238,11 +239,7 @@ def _write(
     written: list[Path] = []
 
     def put(path: Path, data: str | bytes) -> None:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data if isinstance(data, bytes) else data.encode("utf-8"))
-        except OSError as exc:
-            raise UserInputError(f"--out: cannot write {path} ({exc.strerror or exc})") from None
+        write_whole(path, data)
         written.append(path)
 
     for figure in rendered:

@@ -19,6 +19,7 @@ from harness.records.manifest import read_manifest
 from harness.records.timeline import Ending, Timeline, timelines
 from harness.terminal import printable
 from reports.load import Traces
+from reports.writing import write_whole
 
 RUNS_DIR = "runs"
 MAX_RUN_PAGES = 5_000  # past this, pages would outweigh the report; bench show opens any run instead
@@ -240,11 +241,7 @@ def _with_label(t: Timeline, label: str) -> Timeline:
 
 
 def _put(path: Path, text: str) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise UserInputError(f"--out: cannot write {path} ({exc.strerror or exc})") from None
+    write_whole(path, text)
 
 
 def _capped(text: str) -> str:

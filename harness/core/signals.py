@@ -8,6 +8,7 @@ the manifest says ``interrupted``. A second signal stops at once (KeyboardInterr
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import threading
 from collections.abc import Iterator
@@ -56,10 +57,14 @@ class StopRequest:
         if self.signum is not None and not self._closing:
             raise KeyboardInterrupt  # the second signal: stop now
         self.signum = self.signum or signum
-        if self._task is not None and self._loop is not None:
-            self._loop.call_soon_threadsafe(self._task.cancel)
-        elif not self._closing:
-            raise KeyboardInterrupt  # nothing is running yet (a model server starting): unwind now
+        task, loop = self._task, self._loop
+        if task is None or loop is None:
+            if not self._closing:
+                raise KeyboardInterrupt  # nothing is running yet (a model server starting): unwind now
+        elif not task.done():
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: the matrix is over, the stop noted
+                loop.call_soon_threadsafe(task.cancel)
+        # else: the matrix task has ended (its folder is being closed): the stop is noted, the manifest says so
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         self.request(signum)

@@ -18,7 +18,7 @@ from harness.core.model_port import Model, ModelSource
 from harness.core.outcome import ModeResult, judge
 from harness.core.signals import RunInterrupted, StopRequest
 from harness.core.store import VirtualStore
-from harness.errors import ModelError, ResumeMismatch
+from harness.errors import ModelError, ResumeMismatch, WriteFailed
 from harness.matrix.restore import CachedModel, ResumeGatekeeper, store_snapshot
 from harness.models.recording import request_hash
 from harness.records.checkpoint import (
@@ -101,7 +101,8 @@ async def execute_run(
 
     A resumed run goes through the very same code: the gatekeeper unmutes its trace at the stop the
     checkpoint names (``harness.matrix.restore``); a run that ends before it gets there raises ResumeMismatch and
-    nothing has been written.
+    nothing has been written. ``resuming`` is the claimed checkpoint (status deciding, ``decision`` its claim):
+    where the run stops next, or its end, replaces the claim; an interrupted one leaves it for the next resume.
     """
     scenario = cell.scenario
     info = RunInfo(run_id=run_id, scenario=scenario.id, mode=cell.mode, model=model.label, trial=cell.trial)
@@ -155,7 +156,7 @@ async def execute_run(
         result, ended_by = ModeResult("error"), exc.kind
     except (RunInterrupted, asyncio.CancelledError) as exc:
         interrupted, result = exc, ModeResult("interrupted")
-    except ResumeMismatch:
+    except (ResumeMismatch, WriteFailed):  # not this run's fault: the matrix stops, with the file named
         raise
     except Exception as exc:  # a bug in a mode must not take the matrix down; the trace keeps it
         trace.emit(
@@ -171,6 +172,8 @@ async def execute_run(
             f"run {run_id} ended ({result.status}) before it reached the stop its checkpoint "
             "names: the mode or its prompts changed since it suspended"
         )
+    if interrupted is not None and resuming is not None:
+        raise interrupted  # its decision stays claimed: the next bench resume carries it out from the checkpoint
     wall_ms = (clock.monotonic() - started) * 1000.0 + (resuming.wall_ms if resuming is not None else 0.0)
     outcome = judge(
         scenario,
@@ -192,7 +195,9 @@ async def execute_run(
         outcome=outcome,
         final=True,
     )
-    if config.checkpoints is not None and (result.status == "suspended" or resuming is not None):
+    if config.checkpoints is not None and resuming is not None:  # where the run now stands replaces the claim
+        config.checkpoints.settle(resuming, checkpoint_of(ctx, cell, config, seed, result, wall_ms))
+    elif config.checkpoints is not None and result.status == "suspended":
         config.checkpoints.save(checkpoint_of(ctx, cell, config, seed, result, wall_ms))
     if interrupted is not None:
         raise interrupted
@@ -268,5 +273,17 @@ async def run_matrix(
                 on_done(cell, outcome)
             await asyncio.sleep(0)  # lets a cancellation (a stop request) land between runs
 
-    await asyncio.gather(*(worker() for _ in range(max(1, config.concurrency))))
+    workers = [asyncio.ensure_future(worker()) for _ in range(max(1, config.concurrency))]
+    try:
+        await asyncio.gather(*workers)
+    finally:
+        await _end_every_run(workers)
     return finished
+
+
+async def _end_every_run(workers: Sequence[asyncio.Future[None]]) -> None:
+    """However the matrix ends (a stop request, a cancellation, one worker's error), every other run in flight
+    ends too, with its summary written, before the matrix returns: nothing writes after the trace is closed."""
+    for worker in workers:
+        worker.cancel()
+    await asyncio.gather(*workers, return_exceptions=True)

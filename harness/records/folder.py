@@ -17,10 +17,34 @@ from pathlib import Path
 from typing import IO
 
 from harness.errors import UserInputError
+from harness.records.checkpoint import CHECKPOINT_FILE
 from harness.records.manifest import MANIFEST_FILE, is_run_folder
 
 LOCK_FILE = ".bench.lock"
 TRACE_FILE = "traces.jsonl"
+RECORDING_FILE = "recording.jsonl"  # harness.models.recording's (a layer above this one); a test keeps them equal
+REPORT_DIR = "report"  # bench report's default --out inside a run folder
+
+# What bench writes in a run folder: only these does --replace ever delete. Every other file is the user's.
+RUN_FILES = frozenset(
+    {
+        TRACE_FILE,
+        MANIFEST_FILE,
+        RECORDING_FILE,
+        LOCK_FILE,
+        CHECKPOINT_FILE,
+        *(f"{CHECKPOINT_FILE}{suffix}" for suffix in ("-wal", "-shm", "-journal")),
+        f"{MANIFEST_FILE}.tmp",  # a manifest write cut short
+        *(f"{name}.continue.tmp" for name in (TRACE_FILE, RECORDING_FILE)),  # a --resume rewrite cut short
+    }
+)
+REPORT_FILES = {  # bench report's outputs, by sub-folder of report/: names and the suffixes they may have
+    "": (frozenset({"report.md", "report.html"}), ()),
+    "figures": (frozenset(), (".png", ".pdf")),
+    "tables": (frozenset(), (".csv", ".tex")),
+    "runs": (frozenset(), (".html",)),
+}
+SHOWN_FOREIGN = 5  # files named in the refusal; the rest are counted
 
 
 class RunFolder:
@@ -50,6 +74,11 @@ class RunFolder:
 
     @classmethod
     def _take(cls, out: Path, replace: bool) -> RunFolder:
+        if replace and out.is_symlink():  # a swap by renaming would move the link, not the folder it names
+            raise UserInputError(
+                f"--replace: --out {out} is a symbolic link (to {os.readlink(out)}); "
+                f"give the folder itself (--out {out.resolve()}) or a new folder"
+            )
         if out.exists() and not out.is_dir():
             raise UserInputError(f"--out {out}: exists and is not a folder")
         created = not out.exists()
@@ -93,10 +122,14 @@ class RunFolder:
         if not self.staging or not complete:
             return self.path
         retired = self.target.with_name(f".{self.target.name}.old")
-        if retired.exists() and is_run_folder(retired):
+        if retired.exists() and not retired.is_symlink() and is_run_folder(retired) and not foreign_files(retired):
             shutil.rmtree(retired)
-        if retired.exists():
+        if retired.exists() or retired.is_symlink():
             raise UserInputError(f"--replace: {retired} is in the way and is not a bench run; move it away")
+        kept_apart = f"the new run stays in {self.path}"
+        if self.target.is_symlink():  # made one while the run went on
+            raise UserInputError(f"--replace: {self.target} became a symbolic link; {kept_apart}")
+        _refuse_foreign(self.target, f"; {kept_apart}")  # a file added while the run went on is still the user's
         self.target.rename(retired)
         self.path.rename(self.target)
         shutil.rmtree(retired)
@@ -122,6 +155,64 @@ def _check_target(out: Path, replace: bool) -> None:
         raise UserInputError(f"--out {out}: {what}; choose a new folder (or --replace to replace a bench run)")
     if not is_run_folder(out):
         raise UserInputError(f"--replace: {out} does not hold a bench run ({MANIFEST_FILE}); refusing to replace it")
+    _refuse_foreign(out, "")
+
+
+def _refuse_foreign(folder: Path, then: str) -> None:
+    """One line naming the files in ``folder`` that bench did not write (a few, and how many more), if any."""
+    found = foreign_files(folder)
+    if found:
+        more = f" and {len(found) - SHOWN_FOREIGN} more" if len(found) > SHOWN_FOREIGN else ""
+        raise UserInputError(
+            f"--replace: {folder} holds files bench did not write: {', '.join(found[:SHOWN_FOREIGN])}{more}; "
+            f"move them away first, nothing was replaced{then}"
+        )
+
+
+def foreign_files(folder: Path) -> list[str]:
+    """The paths in a run folder, relative to it and sorted, that no bench run or report wrote (a folder: ``name/``).
+
+    A symbolic link is never bench's, nor a folder bench does not make; what is inside such a folder is not listed.
+    """
+    found: list[str] = []
+    for entry in _entries(folder):
+        if entry.is_dir(follow_symlinks=False) and entry.name == REPORT_DIR:
+            found += [f"{REPORT_DIR}/{name}" for name in _foreign_report_files(Path(entry.path))]
+        elif not (entry.is_file(follow_symlinks=False) and _bench_file(entry.name, RUN_FILES, ())):
+            found.append(entry.name + ("/" if entry.is_dir(follow_symlinks=False) else ""))
+    return sorted(found)
+
+
+def _foreign_report_files(report: Path) -> list[str]:
+    found: list[str] = []
+    for entry in _entries(report):
+        if entry.is_dir(follow_symlinks=False) and entry.name in REPORT_FILES.keys() - {""}:
+            names, suffixes = REPORT_FILES[entry.name]
+            found += [
+                f"{entry.name}/{inner.name}" + ("/" if inner.is_dir(follow_symlinks=False) else "")
+                for inner in _entries(Path(entry.path))
+                if not (inner.is_file(follow_symlinks=False) and _bench_file(inner.name, names, suffixes))
+            ]
+        elif not (entry.is_file(follow_symlinks=False) and _bench_file(entry.name, *REPORT_FILES[""])):
+            found.append(entry.name + ("/" if entry.is_dir(follow_symlinks=False) else ""))
+    return found
+
+
+def _bench_file(name: str, names: frozenset[str], suffixes: tuple[str, ...]) -> bool:
+    """Whether bench writes a file of this name here, or this name is one of its writes cut short."""
+    if name.startswith(".bench-write-probe-"):  # _make's probe, left by a kill
+        return True
+    if name.startswith(".") and name.endswith(".tmp"):  # a report file's temporary (reports.writing)
+        name = name[1:-4]
+    return name in names or (bool(suffixes) and name.endswith(suffixes) and not name.startswith("."))
+
+
+def _entries(folder: Path) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(folder) as listing:
+            return list(listing)
+    except OSError as exc:
+        raise UserInputError(f"--replace: cannot read {folder} ({exc.strerror})") from None
 
 
 def _holds_files(folder: Path) -> bool:
@@ -145,7 +236,12 @@ def _clear_staging(staging: Path) -> None:
     """A staging folder left by an interrupted --replace run is ours to drop; anything else is not."""
     if not staging.exists():
         return
-    if not staging.is_dir() or (_holds_files(staging) and not (staging / MANIFEST_FILE).exists()):
+    if (
+        staging.is_symlink()
+        or not staging.is_dir()
+        or (_holds_files(staging) and not (staging / MANIFEST_FILE).exists())
+        or foreign_files(staging)
+    ):
         raise UserInputError(f"--replace: {staging} is in the way and is not a bench staging folder; move it away")
     _lock(staging, f"--replace: {staging}").close()  # refuses while another run writes there
     shutil.rmtree(staging)

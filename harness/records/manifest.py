@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -10,7 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.choices import GatewayPolicy
-from harness.errors import UserInputError
+from harness.errors import UserInputError, WriteFailed
 from harness.files import Unreadable, read_text
 
 MANIFEST_FILE = "manifest.json"
@@ -63,10 +64,14 @@ class Manifest(BaseModel):
     dropped_runs: list[str] = Field(default_factory=list)  # partial runs a continuation removed before going on
     live: LiveManifest | None = None
     notes: list[str] = Field(default_factory=list)
+    stopped_because: str | None = None  # a failed matrix: the error that stopped it (a file it could not write)
 
     def write(self, folder: Path) -> None:
-        """Readers see the old manifest or the new one, never half of one."""
-        write_json_atomic(folder / MANIFEST_FILE, self.model_dump(mode="json", exclude_none=False))
+        """Readers see the old manifest or the new one, never half of one; raises WriteFailed naming the file."""
+        data = self.model_dump(mode="json", exclude_none=False)
+        if self.stopped_because is None:  # only a stopped matrix has the key: every other manifest reads as before
+            del data["stopped_because"]
+        write_json_atomic(folder / MANIFEST_FILE, data)
 
 
 def read_manifest(folder: Path) -> Manifest:
@@ -122,11 +127,20 @@ def _upgrade(raw: dict[str, Any]) -> dict[str, Any]:
 
 
 def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
-    """Writes a JSON document so that readers see the old or the new file, never half of one."""
+    """Writes a JSON document so that readers see the old or the new file, never half of one.
+
+    When the system refuses (a full disk), the old file stays as it was, the temporary copy is removed and
+    WriteFailed names ``path``.
+    """
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(payload, handle, indent=2, sort_keys=True)
-        handle.write("\n")
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as handle:
+            json.dump(payload, handle, indent=2, sort_keys=True)
+            handle.write("\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise WriteFailed(path, exc.strerror or type(exc).__name__) from None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,7 +11,8 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from harness.choices import GatewayPolicy
-from harness.errors import UserInputError
+from harness.errors import UserInputError, WriteFailed
+from harness.records.write_faults import wrote
 
 SCHEMA_VERSION = (
     2  # 2: outcome gains stop_verdict, unauthorized_side_effects, blocked_by, resumes, repeated_side_effects
@@ -138,29 +140,64 @@ class TraceWriter:
 
     The file is unbuffered and each line goes out in a single write of its bytes, so a crash, a kill or
     Ctrl-C can only lose the line being written: every finished line is in the file, whole and valid.
+    A line the system refuses (a full disk) is cut back off the file and raises WriteFailed naming it;
+    after that the writer takes no more lines, so nothing is ever appended to a torn one.
     """
+
+    _failed: str | None = None  # why a line could not be written: the file takes no more
 
     def __init__(self, path: Path):
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = open(path, "ab", buffering=0)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = open(path, "ab", buffering=0)
+        except OSError as exc:
+            raise WriteFailed(path, _reason(exc)) from None
 
     def write(self, event: BaseModel) -> None:  # a TraceEvent, or any record of a JSONL log (recordings)
-        line = memoryview(event.__pydantic_serializer__.to_json(event) + b"\n")
-        while line:  # a regular file takes it in one write; a short write (a full disk) is finished or raises
-            written = self._file.write(line)
-            line = line[written or 0 :]
+        self._append(event.__pydantic_serializer__.to_json(event) + b"\n")
+        wrote()  # test-only: BENCH_KILL_AFTER_WRITES=N kills the process after its Nth write
+
+    def _append(self, data: bytes) -> None:
+        if self._failed is not None:
+            raise WriteFailed(self.path, self._failed)
+        line = memoryview(data)
+        try:
+            while line:  # a regular file takes it in one write; a short write (a full disk) is finished or raises
+                written = self._file.write(line)
+                line = line[written or 0 :]
+        except OSError as exc:
+            self._failed = _reason(exc)
+            with contextlib.suppress(OSError):  # the part that went out is cut off: the file ends on a whole line
+                fd = self._file.fileno()
+                os.ftruncate(fd, os.fstat(fd).st_size - (len(data) - len(line)))
+            raise WriteFailed(self.path, self._failed) from None
 
     def close(self) -> None:
-        if not self._file.closed:
+        if self._file.closed:
+            return
+        try:
             os.fsync(self._file.fileno())
+        except OSError as exc:
+            if self._failed is None:  # a failure already raised is not reported twice
+                raise WriteFailed(self.path, _reason(exc)) from None
+        finally:
             self._file.close()
 
     def __enter__(self) -> TraceWriter:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
+        if kind is None:
+            self.close()
+            return
+        with contextlib.suppress(WriteFailed):  # the error on its way out says what went wrong first
+            self.close()
+
+
+def _reason(exc: OSError) -> str:
+    """The system's words for a refused write ("No space left on device"), without the errno prefix."""
+    return exc.strerror or type(exc).__name__
 
 
 class TraceReadReport(BaseModel):
