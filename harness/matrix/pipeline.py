@@ -22,16 +22,17 @@ from typing import Any, TypeVar
 
 from harness.choices import DEFAULT_GATEWAY_POLICY, GatewayPolicy
 from harness.core.approvals import nobody_decides, parse_approver
-from harness.core.signals import StopRequest
-from harness.errors import UserInputError
+from harness.core.signals import RunInterrupted, StopRequest
+from harness.errors import UserInputError, WriteFailed
 from harness.matrix.cell_runner import Cell, MatrixConfig, cells_for, run_matrix
-from harness.matrix.exit_status import RunEnds
+from harness.matrix.exit_status import INFRASTRUCTURE, RunEnds
 from harness.matrix.spec import RunSpec, project_dirs
 from harness.models.choice import choose, model_label, open_source
 from harness.models.config import LiveOptions
+from harness.models.dead_endpoint import FailureStreak
 from harness.records.checkpoint import CheckpointStore
 from harness.records.folder import TRACE_FILE, RunFolder
-from harness.records.manifest import Manifest, read_manifest
+from harness.records.manifest import MANIFEST_FILE, Manifest, read_manifest
 from harness.records.trace import RunOutcome, TraceEvent, TraceWriter
 from harness.scenario.load import load_all, select_scenarios
 from harness.scenario.model import Scenario
@@ -70,6 +71,7 @@ class RunResult:
     notes: list[str]
     stop: StopRequest
     ends: RunEnds = field(default_factory=RunEnds)  # finished runs, and those an infrastructure error ended
+    halted: str | None = None  # why the matrix stopped itself: runs in a row failing alike (FailureStreak)
 
     @property
     def interrupted(self) -> bool:
@@ -77,6 +79,8 @@ class RunResult:
 
     def exit_status(self) -> tuple[int, str] | None:
         """The exit code and its one line when the runs' end decides it (a signal, or nothing judged), else None."""
+        if self.halted is not None and not self.stop.requested:
+            return INFRASTRUCTURE, f"error: {self.halted}; bench run --resume {self.folder} continues it"
         if self.interrupted:
             return self.stop.exit_code, "interrupted; finished trace lines are kept and the manifest says interrupted"
         return self.ends.verdict()
@@ -172,17 +176,24 @@ def run(
         live_options=spec.live_options.model_dump(exclude_defaults=True),
         notes=matrix.notes,
     )
+    streak = FailureStreak.for_run(choice.live, spec.live_options.stop_after_failures)
     try:
         with stop.installed():
             cells = cells_for(matrix.scenarios, matrix.modes, matrix.trials)
-            manifest = _run_cells(folder.path, manifest, cells, spec, matrix, stop, on_done, notify, ends, on_event)
+            manifest = _run_cells(
+                folder.path, manifest, cells, spec, matrix, stop, on_done, notify, ends, on_event, streak=streak
+            )
+    except WriteFailed:
+        if not (folder.path / MANIFEST_FILE).exists():  # else the manifest says why, and --resume goes on from it
+            folder.discard()
+        raise
     except BaseException:
         folder.discard()  # only a folder in which no run has written anything
         raise
     finally:
         folder.release()
     where = folder.finish(manifest.status == "complete")
-    return RunResult(where, manifest, matrix.notes, stop, ends)
+    return RunResult(where, manifest, matrix.notes, stop, ends, streak.line())
 
 
 def _continue(
@@ -227,6 +238,7 @@ def _continue(
         manifest = manifest.model_copy(
             update={
                 "status": "running",
+                "stopped_because": None,
                 "continued": manifest.continued + 1,
                 "dropped_runs": [*manifest.dropped_runs, *kept.dropped],
             }
@@ -247,6 +259,7 @@ def _continue(
         ends = RunEnds()
         for outcome in kept.outcomes:  # the kept runs are runs of this matrix too
             ends.add_outcome(outcome)
+        streak = FailureStreak.for_run(choice.live, run_spec.live_options.stop_after_failures)
         with stop.installed():
             manifest = _run_cells(
                 spec.resume,
@@ -260,10 +273,11 @@ def _continue(
                 ends,
                 on_event,
                 already=len(kept.finished),
+                streak=streak,
             )
     finally:
         held.release()
-    return RunResult(spec.resume, manifest, matrix.notes, stop, ends)
+    return RunResult(spec.resume, manifest, matrix.notes, stop, ends, streak.line())
 
 
 def _old_choice(manifest: Manifest) -> str:
@@ -287,19 +301,25 @@ def _run_cells(
     ends: RunEnds,
     on_event: OnEvent | None = None,
     already: int = 0,
+    streak: FailureStreak | None = None,
 ) -> Manifest:
-    """Writes the manifest first (so even a run stopped while its model server starts says so), then runs."""
+    """Writes the manifest first (so even a run stopped while its model server starts says so), then runs.
+
+    ``streak`` stops taking new cells once runs in a row keep failing alike (a dead endpoint).
+    """
     manifest.write(folder)
     finished = already
+    streak = streak or FailureStreak()
 
     def done(cell: Cell, outcome: RunOutcome) -> None:
         nonlocal finished
         finished += 1
         ends.add_outcome(outcome)
+        streak.add(outcome)
         if on_done is not None:
             on_done(cell, outcome)
 
-    status = "interrupted"
+    status, failure = "interrupted", None
     try:
         with open_source(
             spec.model,
@@ -313,6 +333,7 @@ def _run_cells(
             if opened.live is not None:
                 manifest = manifest.model_copy(update={"live": opened.live})
                 manifest.write(folder)
+            streak.last_error = opened.last_error
             config = MatrixConfig(
                 model=opened.source,
                 seed=matrix.seed,
@@ -326,23 +347,50 @@ def _run_cells(
             try:
                 with TraceWriter(folder / TRACE_FILE) as writer:
                     sink = writer.write if on_event is None else _and_then(writer.write, on_event)
-                    run_async(_matrix(cells, config, sink, done, stop))
+                    run_async(_matrix(streak.cells(cells), config, sink, done, stop))
             finally:
                 learnt = opened.facts()  # what a live endpoint forced the client to adapt
                 if learnt and manifest.live is not None:
                     live = manifest.live.model_copy(update=learnt)
                     manifest = manifest.model_copy(update={"live": live})
-        status = "interrupted" if stop.requested else "complete"
+        status = "interrupted" if stop.requested or streak.cut else "complete"
     except KeyboardInterrupt:  # a signal before the matrix started (a model server starting), or a second one
         stop.signum = stop.signum or 2
-    except BaseException:
-        status = "failed"
-        raise
-    finally:
-        stop.detach()
-        manifest = manifest.model_copy(update={"status": status, "end_time": _now(), "runs": finished})
-        manifest.write(folder)
+    except BaseException as exc:  # raised again below, once the manifest says why the matrix stopped
+        status, failure = "failed", exc
+    stop.detach()
+    why = streak.line() if failure is None else _one_line(failure)
+    manifest = manifest.model_copy(
+        update={"status": status, "end_time": _now(), "runs": finished, "stopped_because": why}
+    )
+    _close(manifest, folder, failure)
     return manifest
+
+
+def _close(manifest: Manifest, folder: Path, failure: BaseException | None) -> None:
+    """Writes the final manifest, then raises what stopped the matrix, if anything. A file that could not be
+    written is named in one line that also says whether the manifest recorded it and how to go on."""
+    go_on = f"bench run --resume {folder} continues the matrix once it can be written"
+    try:
+        manifest.write(folder)
+    except WriteFailed as unwritten:
+        if not isinstance(failure, WriteFailed):
+            raise
+        raise WriteFailed(
+            failure.path, f"{failure.reason}; {unwritten.path} could not record it either ({unwritten.reason}); {go_on}"
+        ) from None
+    if isinstance(failure, WriteFailed):
+        raise WriteFailed(failure.path, f"{failure.reason}; the manifest says so; {go_on}") from None
+    if failure is not None:
+        raise failure
+
+
+def _one_line(error: BaseException) -> str:
+    """What stopped a matrix, for its manifest: the error's own line (a file bench could not write names it)."""
+    if isinstance(error, WriteFailed):
+        return str(error)
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0] if text else ''}"[:300]
 
 
 def _and_then(write: Callable[[TraceEvent], None], on_event: OnEvent) -> Callable[[TraceEvent], None]:
@@ -362,7 +410,7 @@ async def _matrix(cells: Any, config: MatrixConfig, sink: Any, on_done: OnDone, 
     stop.attach(task)
     try:
         await run_matrix(cells, config, sink, on_done)
-    except asyncio.CancelledError:
+    except (asyncio.CancelledError, RunInterrupted):  # which one arrives first depends on where the signal landed
         if not stop.requested:
             raise
     finally:

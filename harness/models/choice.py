@@ -74,6 +74,7 @@ class OpenSource:
     recorded: Manifest | None = None  # a replay: the recording's manifest (its matrix is the default)
     replay_of: Path | None = None
     facts: Callable[[], dict[str, Any]] = lambda: {}  # learnt while running (a live endpoint's adaptations)
+    last_error: Callable[[], str | None] = lambda: None  # a live endpoint's last failed request, for a stop's line
 
 
 @dataclass(frozen=True)
@@ -286,6 +287,7 @@ class Live(SourceKind):
 
     @contextmanager
     def open(self, choice: ModelChoice, setup: SourceSetup) -> Iterator[OpenSource]:
+        from harness.models.dead_endpoint import preflight
         from harness.models.live import LiveSource
         from harness.models.recording import RECORDING_FILE, RecordingSource
         from harness.models.setup import live_manifest
@@ -294,6 +296,9 @@ class Live(SourceKind):
         notify = setup.notify
         with ExitStack() as stack:
             config = self.endpoint(stack, setup)
+            note = preflight(config)  # a URL that is no endpoint stops here, before any run or file
+            if note is not None:
+                notify(f"note: {note}")
             facts = live_manifest(config, local=self.local)
             if setup.options.strict_schema:
                 from harness.models.strict import scenario_problems
@@ -308,6 +313,7 @@ class Live(SourceKind):
                 self.recorded_as,
                 live=LiveManifest.model_validate(facts),
                 facts=live.manifest_facts,
+                last_error=lambda: live.last_error,
             )
 
 

@@ -11,6 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from harness.choices import ResponseFormat
 from harness.models.providers import PROVIDERS
 
+DEFAULT_STOP_AFTER = 10  # see harness.models.dead_endpoint
+
 
 class LiveOptions(BaseModel):
     """How a live model is asked: sampling, structured output, and the HTTP client's patience."""
@@ -27,6 +29,8 @@ class LiveOptions(BaseModel):
     provider: str = "auto"  # a profile of harness.models.providers, or auto (from the URL and /models)
     strict_schema: bool = False  # OpenAI strict structured outputs
     max_response_bytes: int | None = Field(None, ge=1024)  # None: the live client's default (4 MiB)
+    # Runs in a row ending in the same endpoint error before the matrix stops (0: never); why 10: dead_endpoint.py.
+    stop_after_failures: int = Field(DEFAULT_STOP_AFTER, ge=0)
 
     @field_validator("provider")
     @classmethod

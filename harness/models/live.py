@@ -181,6 +181,7 @@ class LiveSource:
         self.scrubber = Scrubber(config.api_key)
         self.settings = config.initial_settings()
         self.adaptations: list[Adaptation] = []
+        self.last_error: str | None = None  # the message of the last request that failed, scrubbed
         self._transport, self._sleep, self._notify = transport, sleep, notify
         self._client: httpx.AsyncClient | None = None
         self._gate: asyncio.Semaphore | None = None
@@ -387,8 +388,8 @@ class LiveModel:
                 reason = f"the body is not JSON ({str(exc)[:100]})"
             else:
                 reason = unreadable_reason(parsed, MAX_BODY_DEPTH)
-                if reason is None:  # walked for the key only when its text holds a spelling of it
-                    return Exchange(response=scrubber.value(parsed) if scrubber.mentions(text) else parsed, **facts)
+                if reason is None:  # walked for the key only when its text may hold a piece of it
+                    return Exchange(response=scrubber.answer(text, parsed), **facts)
         raw = text if text is not None else got.data.decode("utf-8", errors="replace")
         # Usage is read before anything is scrubbed or cut, so an unreadable answer still counts its tokens.
         usage = salvage_usage(raw)
@@ -403,6 +404,7 @@ class LiveModel:
         self, body: dict[str, Any], attempts: list[WireAttempt], kind: str, message: str, latency_ms: float
     ) -> Exchange:
         error = ErrorInfo(kind=kind, message=self.source.scrubber.text(message))
+        self.source.last_error = error.message
         return Exchange(request=self.source.scrubber.value(body), attempts=attempts, error=error, latency_ms=latency_ms)
 
 

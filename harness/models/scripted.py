@@ -7,6 +7,7 @@ on any scenario. They are test doubles for the control modes, never passed off a
 from __future__ import annotations
 
 import json
+import math
 import random
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -41,28 +42,40 @@ def eager_sequence(view: PolicyView) -> list[str]:
     return gated + [a.name for a in tasks if a.gate is None]
 
 
+# The longest string or list a policy writes: a schema that asks for more (minLength: 1000000000) gets arguments the
+# gateway refuses, as a model's would be, instead of a gigabyte in the trace.
+EXAMPLE_LIMIT = 1_000
+
+
 def example_args(spec: ActionSpec, rng: random.Random | None = None) -> dict[str, Any]:
     """Arguments that satisfy the action's schema: fixed values, or random ones given an rng."""
     return _example(spec.args, spec.name, rng)
 
 
-def _example(schema: dict[str, Any], name: str, rng: random.Random | None) -> Any:
-    if "enum" in schema:
-        return rng.choice(schema["enum"]) if rng else schema["enum"][0]
+def _example(schema: Any, name: str, rng: random.Random | None) -> Any:
+    if not isinstance(schema, dict):  # a boolean sub-schema: true takes any value (a string will do), false none
+        return _example({}, name, rng) if schema is True else None
+    if "enum" in schema:  # an empty enum admits nothing: any value is refused alike
+        return (rng.choice(schema["enum"]) if rng else schema["enum"][0]) if schema["enum"] else None
     if "const" in schema:
         return schema["const"]
     kind = schema.get("type", "string")
     if isinstance(kind, list):
         kind = kind[0]
     if kind == "object":
-        props = schema.get("properties", {})
+        props: dict[str, Any] = schema.get("properties", {})
         required = set(schema.get("required", props))
-        return {key: _example(sub, key, rng) for key, sub in props.items() if key in required or rng is None}
+        return {
+            key: _example(sub, key, rng)
+            for key, sub in props.items()
+            if sub is not False and (key in required or rng is None)  # a property whose schema is false: left out
+        }
     if kind == "array":
-        count = max(schema.get("minItems", 1), 1)
+        count = 0 if schema.get("items") is False else min(max(int(schema.get("minItems", 1)), 1), EXAMPLE_LIMIT)
         return [_example(schema.get("items", {}), name, rng) for _ in range(count)]
     if kind == "integer":
         low = schema.get("minimum", 0)
+        low = low if isinstance(low, int) else math.ceil(low)  # an integer at or above a fractional minimum
         return rng.randint(low, low + 100) if rng else low + 1
     if kind == "number":
         low = schema.get("minimum", 0)
@@ -72,7 +85,7 @@ def _example(schema: dict[str, Any], name: str, rng: random.Random | None) -> An
     if kind == "null":
         return None
     text = f"{name} (scripted)" if rng is None else f"{name} #{rng.randint(0, 9999)} (scripted)"
-    min_length = schema.get("minLength", 0)
+    min_length = min(int(schema.get("minLength", 0)), EXAMPLE_LIMIT)
     return text.ljust(min_length, ".")
 
 

@@ -73,6 +73,8 @@ def _strict(node: Any, where: str, problems: list[str], *, depth: int, counter: 
     if not isinstance(node, dict):
         if node is True:
             problems.append(f"{here}: a schema of 'true' accepts any value; strict mode needs a type")
+        elif node is False:
+            problems.append(f"{here}: a schema of 'false' accepts no value; strict mode cannot say so")
         return node
     if depth > MAX_DEPTH:
         problems.append(f"{here}: nested deeper than strict mode's {MAX_DEPTH} levels")

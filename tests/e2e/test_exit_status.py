@@ -4,7 +4,6 @@ than half of them, a one-line warning and exit 0. Signals and user errors keep t
 from __future__ import annotations
 
 import json
-import socket
 from pathlib import Path
 
 import pytest
@@ -18,13 +17,6 @@ from tests.helpers.fault_server import FaultServer
 KEY = "sk-exit-status-test-0000"
 
 
-def closed_port() -> int:
-    """A port nothing listens on: every connection is refused at once."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def live_env(url: str) -> dict[str, str]:
     return {"LLM_API_URL": url, "LLM_MODEL": "m", "LLM_API_KEY": KEY}
 
@@ -34,29 +26,32 @@ def errors_only(err: str) -> list[str]:
 
 
 def test_every_run_failing_in_the_plumbing_exits_3_with_one_line(tmp_path, monkeypatch, capsys):
-    for name, value in live_env(f"http://127.0.0.1:{closed_port()}/v1").items():
-        monkeypatch.setenv(name, value)
-    out = tmp_path / "run"
-    code, stdout, err = bench_main(
-        monkeypatch,
-        capsys,
-        "run",
-        "--live",
-        "--mode",
-        "all",
-        "--scenario",
-        "blog_brief_approval",
-        "--retries",
-        "0",
-        "--timeout",
-        "5",
-        "--out",
-        str(out),
-    )
+    # An endpoint that is there (it answers the preflight) but fails every run; a dead URL stops before any run
+    # (tests/e2e/test_dead_endpoint.py), and --stop-after-failures 0 lets every run end.
+    with FaultServer(["500"]) as server:
+        for name, value in live_env(server.base_url).items():
+            monkeypatch.setenv(name, value)
+        out = tmp_path / "run"
+        code, stdout, err = bench_main(
+            monkeypatch,
+            capsys,
+            "run",
+            "--live",
+            "--mode",
+            "all",
+            "--scenario",
+            "blog_brief_approval",
+            "--retries",
+            "0",
+            "--stop-after-failures",
+            "0",
+            "--out",
+            str(out),
+        )
     assert code == INFRASTRUCTURE == 3, err
     (line,) = errors_only(err)
     n = len(MODES)
-    assert line.startswith(f"error: all {n} runs ended in an infrastructure error (network {n})"), line
+    assert line.startswith(f"error: all {n} runs ended in an infrastructure error (http_5xx {n})"), line
     assert "traces in" in stdout  # the table and the folder are still shown, and kept
     assert json.loads((out / "manifest.json").read_text())["status"] == "complete"
 

@@ -16,6 +16,7 @@ from harness.records.trace import TraceEvent
 from modes import MODES
 from tests.helpers.bench import bench_process as bench
 from tests.helpers.fault_server import BEHAVIOURS, FaultServer
+from tests.helpers.hostile_server import HostileServer
 
 KEY = "sk-live-MARKER-93c1e0"
 # Every fault next to one another, a good answer between some, and a 503 streak that outlasts the retries.
@@ -171,25 +172,28 @@ def test_live_only_flags_and_conflicts_are_refused(tmp_path):
 
 def test_unreachable_endpoint_ends_every_run_with_a_network_error(tmp_path):
     out = tmp_path / "run"
-    env = {"LLM_API_URL": "http://127.0.0.1:9/v1", "LLM_MODEL": "m", "LLM_API_KEY": KEY}  # port 9: nothing listens
-    result = CliRunner().invoke(
-        app,
-        [
-            "run",
-            "--live",
-            "--mode",
-            "workflow,react",
-            "--scenario",
-            "blog_brief_approval",
-            "--out",
-            str(out),
-            "--retries",
-            "1",
-            "--backoff",
-            "0",
-        ],
-        env=env,
-    )
+    # It answers the preflight, then hangs up on every request (a URL where nothing listens stops before any run:
+    # tests/e2e/test_dead_endpoint.py).
+    with HostileServer([None]) as server:
+        env = {"LLM_API_URL": server.base_url, "LLM_MODEL": "m", "LLM_API_KEY": KEY}
+        result = CliRunner().invoke(
+            app,
+            [
+                "run",
+                "--live",
+                "--mode",
+                "workflow,react",
+                "--scenario",
+                "blog_brief_approval",
+                "--out",
+                str(out),
+                "--retries",
+                "1",
+                "--backoff",
+                "0",
+            ],
+            env=env,
+        )
     assert result.exit_code == 3, result.output  # every run ended in an infrastructure error: nothing was judged
     assert "error: all 2 runs ended in an infrastructure error (network 2)" in result.output
     trace = events(out)

@@ -2,14 +2,16 @@
 
 A hostile endpoint echoes the key raw, ``\\uXXXX``-escaped (inside the answer's JSON and as raw body
 bytes), URL-encoded, base64-encoded, as a JSON field name, in a 401, in reasoning text, and cut at
-the truncation boundaries bench itself applies. Every written file, stdout and stderr are searched
-for the key and for its 8-character prefix.
+the truncation boundaries bench itself applies; then split over line breaks, over content parts and
+over the chunks of a chunked body, in hex (either case) and ``\\x`` escapes, and wrapped base64. Every
+written file, stdout and stderr are searched for the key and for every piece of it of 8 characters.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Callable
 from urllib.parse import quote, unquote
 
 import pytest
@@ -17,6 +19,7 @@ import pytest
 from harness.models.scrub import REDACTED, Scrubber, is_placeholder
 from tests.helpers.bench import bench_process as bench
 from tests.helpers.hostile_server import HostileServer, completion_bytes
+from tests.helpers.key_leaks import leaks, leaks_in_folder
 
 KEY = "sk-SECRET-9f8e7d6c5b4a3210"
 PREFIX = KEY[:8]
@@ -176,3 +179,83 @@ def test_the_quick_check_sees_the_key_escaped_at_any_depth_and_passes_clean_text
     for text in (once, twice, thrice, KEY[:9] + "...", base64.b64encode(KEY.encode()).decode()):
         assert scrubber.mentions(text), text
     assert not scrubber.mentions(json.dumps({"usage": {"prompt_tokens": 30}, "content": "sk-other-key-value"}))
+
+
+# ---------------------------------------------------------------- split over lines and chunks, hex: no piece of 8
+
+SPLIT_KEY = "sk-LEAK-4f9c2e7a1b8d6053xyz"  # 27 characters, as in the issue
+
+
+def finish_with(note: str) -> str:
+    """A next action that ends the run and carries ``note`` into the trace."""
+    return json.dumps({"step": {"action": "finish", "args": {"note": note}}})
+
+
+def pieces(text: str, size: int) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def chunked(make: Callable[[str], bytes]) -> Callable[[dict[str, str], dict], tuple[None, Callable[[], list[bytes]]]]:
+    return lambda h, b: (None, lambda: pieces(make(key_of(h)).decode(), 5))  # type: ignore[return-value]
+
+
+SPLIT_ECHOES: list = [
+    # the issue's case: 13 characters, a line break, the other 14
+    lambda h, b: completion_bytes(finish_with(f"{key_of(h)[:13]}\n{key_of(h)[13:]}")),
+    # many short lines, none 8 long on its own; and a CRLF in the reasoning
+    lambda h, b: completion_bytes(finish_with("\n".join(pieces(key_of(h), 3)))),
+    lambda h, b: body_with({}, reasoning=f"thinking: {key_of(h)[:6]}\r\n{key_of(h)[6:]}", content=""),
+    # split across content parts the reader joins (3 characters a part), as strings and as text objects
+    lambda h, b: completion_bytes([{"type": "text", "text": p} for p in pieces(finish_with(key_of(h)), 3)]),
+    lambda h, b: completion_bytes(pieces(finish_with(key_of(h)), 4)),
+    # hex, lower and upper case, whole and split over a line
+    lambda h, b: body_with({"trace": key_of(h).encode().hex()}),
+    lambda h, b: completion_bytes(finish_with(key_of(h).encode().hex().upper())),
+    lambda h, b: completion_bytes(finish_with(key_of(h).encode().hex()[:20] + "\n" + key_of(h).encode().hex()[20:])),
+    # \x escapes, and base64 wrapped at 76 characters (MIME)
+    lambda h, b: completion_bytes(finish_with("".join(f"\\x{c:02x}" for c in key_of(h).encode()))),
+    lambda h, b: body_with({"auth": base64.encodebytes(f"Authorization: Bearer {key_of(h)} ".encode() * 3).decode()}),
+    # an unreadable body cut where its excerpt ends, the key split over a line at the cut
+    lambda h, b: ("x" * 1985 + key_of(h)[:9] + "\n" + key_of(h)[9:] + " not json").encode(),
+]
+
+
+def test_an_endpoint_echoing_the_key_split_and_in_hex_leaves_no_piece_of_8_anywhere(tmp_path):
+    """Acceptance (issue 21, item 4): a live matrix and bench probe against the hostile endpoint; then every file
+    under the run folder, and every stream, is searched for every 8-character piece of the key in every spelling."""
+    out = tmp_path / "run"
+    env = {"LLM_API_URL": "", "LLM_MODEL": "m", "LLM_API_KEY": SPLIT_KEY}
+    answers = [*SPLIT_ECHOES, chunked(lambda k: completion_bytes(finish_with(k)))]
+    with HostileServer(answers) as server:
+        env["LLM_API_URL"] = server.base_url
+        args = ("--mode", "all", "--scenario", "blog_brief_approval", "--trials", "2", "--retries", "0")
+        result = bench("run", "--live", *args, "--out", str(out), env=env)
+        probe = bench("probe", env=env)
+        assert server.served >= 2 * len(answers)
+    assert result.returncode == 0, result.stderr
+    assert probe.returncode == 0 and "capability" in probe.stdout, probe.stderr
+    streams = {"run stdout": result.stdout, "run stderr": result.stderr, "probe stdout": probe.stdout}
+    streams["probe stderr"] = probe.stderr
+    assert {name: leaks(text, SPLIT_KEY) for name, text in streams.items()} == {name: [] for name in streams}
+    assert {p.name for p in out.rglob("*") if p.is_file()} >= {"traces.jsonl", "recording.jsonl", "manifest.json"}
+    assert leaks_in_folder(out, SPLIT_KEY) == {}
+    recording = (out / "recording.jsonl").read_text()
+    assert REDACTED in recording and "4f9c2e7a" not in recording
+
+
+def test_an_error_body_echoing_the_key_split_and_in_hex_leaves_no_piece_of_8(tmp_path):
+    out = tmp_path / "run"
+
+    def echo(h: dict[str, str], b: dict) -> bytes:
+        key = key_of(h)
+        message = f"bad key {key[:12]}\n{key[12:]} ({key.encode().hex().upper()})"
+        return json.dumps({"error": {"message": message}}).encode()
+
+    with HostileServer([echo], status=401) as server:
+        env = {"LLM_API_URL": server.base_url, "LLM_MODEL": "m", "LLM_API_KEY": SPLIT_KEY}
+        result = bench(
+            "run", "--live", "--mode", "react", "--scenario", "blog_brief_approval", "--out", str(out), env=env
+        )
+    assert result.returncode == 3, result.stderr
+    assert leaks(result.stdout + result.stderr, SPLIT_KEY) == [] and leaks_in_folder(out, SPLIT_KEY) == {}
+    assert "http_4xx" in (out / "traces.jsonl").read_text()

@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from harness.models.dead_endpoint import is_preflight
 from harness.scenario.model import ActionSpec, Scenario
 from tests.helpers.fault_server import instance, schema_of
 
@@ -153,7 +154,8 @@ class CheatingServer:
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
-                content = server.answer(body)
+                # The preflight of a live matrix gets an honest answer and counts as no attack.
+                content = "ok" if is_preflight(body) else server.answer(body)
                 message = {"role": "assistant", "content": content}
                 usage = {"prompt_tokens": 50, "completion_tokens": 20, "total_tokens": 70}
                 self._send(

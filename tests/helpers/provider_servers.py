@@ -13,6 +13,15 @@ response schema, or the schema written into the prompt), with usage in the provi
 - ``ollama``: ``response_format`` becomes Ollama's ``format`` (an object-root JSON schema or "json");
   thinking comes back in ``message.reasoning``; ``/v1/models`` says ``owned_by: library``.
 - ``dashscope``: ``json_object`` only; ``enable_thinking`` on by default, thoughts in ``reasoning_content``.
+- ``llamacpp``: llama.cpp's server as the probe met it: it accepts every parameter, honours ``max_tokens``
+  and the ``json_object`` schema (a grammar), and ignores ``max_completion_tokens`` (asked for 16 tokens
+  of a long answer, it gives all 113).
+- ``ignoring``: an endpoint that accepts every parameter and honours none: free text whatever the format,
+  every token of a long answer, a new reply each time whatever the seed, thinking it was asked to skip.
+
+Every server answers at most the limit it honours (a long answer, to "count from 1 to 100", is 113 tokens;
+any other 20), stopping with ``finish_reason: length`` there. The preflight request every live matrix and
+probe starts with (``harness.models.dead_endpoint``) is answered like any other but never recorded.
 """
 
 from __future__ import annotations
@@ -24,6 +33,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from harness.models.dead_endpoint import is_preflight
 from tests.helpers.fault_server import instance
 
 OPENAI_PARAMETERS = {
@@ -72,6 +82,9 @@ STRICT_UNSUPPORTED = {
 }
 REASONING = re.compile(r"^(o\d|gpt-5)")
 SCHEMA_NOTE = "It must match this JSON schema: "
+LONG_ANSWER_TOKENS = 113  # what llama.cpp's server gave the probe's long question when it ignored the limit
+ANSWER_TOKENS = 20
+HONOURED_LIMITS = {"llamacpp": ("max_tokens",), "ignoring": ()}  # the rest honour both token parameters
 
 
 def openai_error(message: str, param: str | None = None, code: str | None = None) -> dict[str, Any]:
@@ -122,6 +135,7 @@ class ProviderServer:
 
     def __init__(self, rules: str, *, content: Callable[[str], str] | None = None):
         self.rules = rules
+        self.replies = 0  # the ignoring server's replies differ each time, whatever the seed
         self.content = content  # replaces the fitting answer's text (e.g. to echo a key into it)
         self.bodies: list[dict[str, Any]] = []
         self.refusals: list[tuple[int, str]] = []
@@ -236,6 +250,12 @@ class ProviderServer:
                 }
         return None
 
+    def _llamacpp(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
+        return None  # it refuses nothing
+
+    def _ignoring(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
+        return None
+
     def _dashscope(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
         if body.get("model", "").startswith("qwen3-") and body.get("enable_thinking", True) is not False:
             return 400, {
@@ -271,14 +291,30 @@ class ProviderServer:
             schema = fmt.get("schema")
         schema = schema or prompt_schema(body) or {"type": "object"}
         text = json.dumps(instance(schema))
+        if self.rules == "llamacpp" and fmt.get("type") == "json_object" and "schema" in fmt:
+            text = json.dumps(instance(fmt["schema"]))  # its grammar enforces the schema
+        if self.rules == "ignoring":
+            with self._lock:
+                self.replies += 1
+                text = f"Sure! Here is my answer number {self.replies}: water is wet."
         if self.content is not None:
             text = self.content(text)
         message: dict[str, Any] = {"role": "assistant", "content": text}
-        usage: dict[str, Any] = {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
+        asked = json.dumps(body.get("messages", []))
+        natural = LONG_ANSWER_TOKENS if "Count from 1 to 100" in asked else ANSWER_TOKENS
+        honoured = HONOURED_LIMITS.get(self.rules, ("max_tokens", "max_completion_tokens"))
+        limits = [body[name] for name in honoured if isinstance(body.get(name), int)]
+        completion = min([natural, *limits])
+        usage: dict[str, Any] = {
+            "prompt_tokens": 100,
+            "completion_tokens": completion,
+            "total_tokens": 100 + completion,
+        }
         model = body.get("model", "")
         if self.rules == "openai":
             usage["prompt_tokens_details"] = {"cached_tokens": 64}
-            usage["completion_tokens_details"] = {"reasoning_tokens": 12 if REASONING.match(model) else 0}
+            thinks = REASONING.match(model) and body.get("reasoning_effort") != "minimal"
+            usage["completion_tokens_details"] = {"reasoning_tokens": 12 if thinks else 0}
         elif self.rules == "deepseek":
             usage.update(prompt_cache_hit_tokens=48, prompt_cache_miss_tokens=52)
             if "reasoner" in model:
@@ -286,6 +322,8 @@ class ProviderServer:
                 usage["completion_tokens_details"] = {"reasoning_tokens": 9}
         elif self.rules == "ollama":
             message["reasoning"] = "thinking about it"
+        elif self.rules == "ignoring":
+            message["reasoning_content"] = "Thinking anyway."
         elif self.rules == "dashscope":
             if body.get("enable_thinking", True):
                 message["reasoning_content"] = "Thinking: the schema asks for one action."
@@ -295,12 +333,21 @@ class ProviderServer:
             "id": "chatcmpl-fake",
             "object": "chat.completion",
             "model": model,
-            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+            "choices": [
+                {"index": 0, "message": message, "finish_reason": "length" if completion < natural else "stop"}
+            ],
             "usage": usage,
         }
 
     def models(self) -> dict[str, Any]:
-        owner = {"openai": "openai", "deepseek": "deepseek", "ollama": "library", "dashscope": "system"}[self.rules]
+        owner = {
+            "openai": "openai",
+            "deepseek": "deepseek",
+            "ollama": "library",
+            "dashscope": "system",
+            "llamacpp": "llamacpp",
+            "ignoring": "someone",
+        }[self.rules]
         return {"object": "list", "data": [{"id": "fake-model", "object": "model", "owned_by": owner}]}
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
@@ -319,6 +366,9 @@ class ProviderServer:
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
                 refusal = server.refuse(body)
+                if is_preflight(body):  # answered as the provider would, never recorded
+                    self._send(*(refusal or (200, server.answer(body))))
+                    return
                 with server._lock:
                     server.bodies.append(body)
                     if refusal is not None:

@@ -1,5 +1,6 @@
 """The key scrub in every place of a response a key can appear (strings nested in lists and objects, an object's
-own key, ``choices[0].message.content``) and in every spelling, through the scrubber and through the live client."""
+own key, ``choices[0].message.content``, text split over content parts) and in every spelling, through the
+scrubber and through the live client: every piece of 8 characters or more, across line breaks, in hex."""
 
 from __future__ import annotations
 
@@ -11,10 +12,13 @@ from urllib.parse import quote
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from harness.core.model_port import ModelRequest, PolicyView, RequestMeta
 from harness.models.live import LiveConfig, LiveSource
 from harness.models.scrub import REDACTED, Scrubber, is_placeholder
+from tests.helpers.key_leaks import leaks
 
 KEY = "sk-live-Zq7/Xy+9w3Kp"  # has characters JSON, URLs and base64 each spell their own way
 SCRUB = Scrubber(KEY)
@@ -161,3 +165,132 @@ def test_a_key_echoed_in_an_error_body_is_scrubbed_from_the_error():
     got = exchange(httpx.Response(401, json={"error": {"message": f"bad key {KEY}"}}))
     assert got.error is not None and got.error.kind == "http_4xx"
     assert KEY not in got.error.message and REDACTED in got.error.message
+
+
+# ---------------------------------------------------------------- every piece of 8, split, hex, content parts
+
+LONG_KEY = "sk-SECRET-9f8e7d6c5b4a3210xyz"  # 29 characters, like a real key
+
+
+def no_piece_left(text: str, key: str = LONG_KEY) -> bool:
+    return leaks(text, key) == []
+
+
+@pytest.mark.parametrize("start", range(len(LONG_KEY) - 7))
+def test_every_piece_of_eight_characters_is_scrubbed_wherever_it_starts(start):
+    piece = LONG_KEY[start : start + 8]
+    scrubbed = Scrubber(LONG_KEY).text(f"a {piece} b")
+    assert scrubbed == f"a {REDACTED} b"
+
+
+def test_a_piece_of_seven_characters_from_the_middle_is_left_alone():
+    assert Scrubber(LONG_KEY).text(LONG_KEY[9:16]) == LONG_KEY[9:16]
+
+
+@pytest.mark.parametrize(
+    "cut",
+    [3, 13, 20],  # a head too short to be a piece on its own, the issue's 13 + 16, a tail of 9
+)
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\\n", "\\\\n", "%0A", "\\u000a", "\n   \n"])
+def test_a_key_split_over_a_line_break_is_scrubbed_whole(cut, newline):
+    text = f"key: {LONG_KEY[:cut]}{newline}{LONG_KEY[cut:]} end"
+    scrubbed = Scrubber(LONG_KEY).text(text)
+    assert no_piece_left(scrubbed), scrubbed
+    assert scrubbed.startswith("key: ") and scrubbed.endswith(" end") and REDACTED in scrubbed
+
+
+def test_a_key_split_into_many_short_lines_is_scrubbed_whole():
+    text = "\n".join(LONG_KEY[i : i + 3] for i in range(0, len(LONG_KEY), 3))
+    assert Scrubber(LONG_KEY).text(text) == REDACTED
+
+
+@pytest.mark.parametrize("upper", [False, True])
+@pytest.mark.parametrize("lead", ["", "a", "0x", "id="])  # an odd digit before it shifts the pairs
+def test_the_key_in_hex_is_scrubbed_in_either_case_at_any_digit(upper, lead):
+    hexed = LONG_KEY.encode().hex()
+    hexed = hexed.upper() if upper else hexed
+    scrubbed = Scrubber(LONG_KEY).text(f"{lead}{hexed} tail")
+    assert no_piece_left(scrubbed) and scrubbed.endswith(" tail"), scrubbed
+
+
+def test_a_piece_of_the_key_in_hex_wrapped_over_lines_is_scrubbed():
+    hexed = LONG_KEY[5:20].encode().hex()
+    text = hexed[:11] + "\n" + hexed[11:]
+    assert no_piece_left(Scrubber(LONG_KEY).text(text))
+
+
+@pytest.mark.parametrize("start", [0, 4, 11, 21])
+def test_base64_of_a_piece_from_anywhere_in_the_key_is_scrubbed(start):
+    piece = LONG_KEY[start : start + 8].encode()
+    for prefix in (b"", b"x", b"xy"):  # each alignment
+        encoded = base64.b64encode(prefix + piece).decode()
+        assert no_piece_left(Scrubber(LONG_KEY).text(f"data: {encoded}")), encoded
+
+
+def test_base64_wrapped_at_76_characters_is_scrubbed_across_its_line_breaks():
+    encoded = base64.encodebytes(b"Authorization: Bearer " * 3 + LONG_KEY.encode() + b" trailing").decode()
+    assert "\n" in encoded.strip()
+    assert no_piece_left(Scrubber(LONG_KEY).text(encoded))
+
+
+def test_backslash_x_escapes_of_the_key_are_scrubbed():
+    text = "".join(f"\\x{b:02x}" for b in LONG_KEY.encode())
+    assert Scrubber(LONG_KEY).text(f"({text})") == f"({REDACTED})"
+
+
+@pytest.mark.parametrize("as_objects", [False, True])
+def test_a_key_split_over_content_parts_is_scrubbed_as_the_reader_joins_them(as_objects):
+    pieces = [LONG_KEY[i : i + 3] for i in range(0, len(LONG_KEY), 3)]
+    parts = [{"type": "text", "text": p} for p in pieces] if as_objects else pieces
+    body = {"choices": [{"message": {"content": ["start ", *parts, " end"]}}]}
+    raw = json.dumps(body)
+    scrubbed = Scrubber(LONG_KEY).answer(raw, json.loads(raw))
+    content = scrubbed["choices"][0]["message"]["content"]
+    joined = "".join(p if isinstance(p, str) else p["text"] for p in content)
+    assert no_piece_left(joined) and joined.startswith("start ") and joined.endswith(" end"), joined
+
+
+def test_a_clean_answer_comes_back_as_it_is_without_a_walk():
+    raw = json.dumps({"choices": [{"message": {"content": "all clear"}}], "usage": {"prompt_tokens": 3}})
+    parsed = json.loads(raw)
+    assert Scrubber(LONG_KEY).answer(raw, parsed) is parsed
+
+
+SPELLINGS = {
+    "plain": lambda p: p,
+    "json": lambda p: "".join(f"\\u{ord(c):04x}" for c in p),
+    "json, two levels": lambda p: "".join(f"\\\\u{ord(c):04X}" for c in p),
+    "url": lambda p: quote(p, safe=""),
+    "hex": lambda p: p.encode().hex(),
+    "HEX": lambda p: p.encode().hex().upper(),
+    "base64": lambda p: base64.b64encode(p.encode()).decode(),
+    "urlsafe base64": lambda p: base64.urlsafe_b64encode(b"?" + p.encode()).decode(),
+}
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    key=st.text(alphabet=st.sampled_from("abcdefghijkmnopqrstuvwxyzABCDEFGH0123456789-_+/."), min_size=12, max_size=60),
+    start=st.integers(min_value=0, max_value=60),
+    length=st.integers(min_value=8, max_value=60),
+    spelling=st.sampled_from(sorted(SPELLINGS)),
+    split=st.one_of(st.none(), st.integers(min_value=1, max_value=59)),
+    before=st.text(alphabet=st.sampled_from('ab \n{}":,0'), max_size=20),
+    after=st.text(alphabet=st.sampled_from('yz \n{}":,9'), max_size=20),
+)
+def test_no_piece_of_eight_survives_in_any_spelling_and_the_quick_test_sees_it(
+    key, start, length, spelling, split, before, after
+):
+    """Property: any piece of 8 or more characters, in any spelling, maybe broken by a line, amid any text."""
+    if is_placeholder(key):
+        return
+    start = min(start, len(key) - 8)
+    piece = key[start : start + length]
+    spelled = SPELLINGS[spelling](piece)
+    if split is not None and spelling in ("plain", "json", "url"):  # a break between two characters of the piece
+        at = min(split, len(piece) - 1)
+        spelled = SPELLINGS[spelling](piece[:at]) + "\n" + SPELLINGS[spelling](piece[at:])
+    text = before + spelled + after
+    scrubber = Scrubber(key)
+    assert scrubber.mentions(text)
+    assert leaks(scrubber.text(text), key) == [], (text, scrubber.text(text))
