@@ -14,8 +14,15 @@ from harness.core import ActionRecord, ActionSpec, HumanDecision, Scenario
 
 def describe_action(spec: ActionSpec) -> str:
     props = spec.args.get("properties", {})
-    args = ", ".join(f"{key}: {sub.get('type', 'any')}" for key, sub in props.items()) or "none"
+    args = ", ".join(f"{key}: {_type_name(sub)}" for key, sub in props.items()) or "none"
     return f"- {spec.name}: {spec.description} (args: {args})"
+
+
+def _type_name(schema: Any) -> str:
+    """A property's type as the prompt names it; a boolean sub-schema is ``true`` (any value) or ``false`` (none)."""
+    if isinstance(schema, dict):
+        return f"{schema.get('type', 'any')}"
+    return "any" if schema is True else "not allowed"
 
 
 def system_message(scenario: Scenario, instructions: str, actions: Iterable[ActionSpec], answer: str) -> dict[str, str]:

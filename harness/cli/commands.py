@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 ReportGrouping = Literal["mode", "scenario", "model", "policy", "run"]  # reports.metrics.GROUPINGS (a test: equal)
 REPORT_FORMATS = "md,csv,latex,html"  # reports.report.FORMATS (a test keeps them equal)
 LISTED_RUNS = 500  # bench show lists at most this many runs to choose from; a selection narrows the rest
+_command_started: float | None = None  # set by main(): when this command started (None: when resume is called)
 
 
 class BenchCommand(TyperCommand):
@@ -258,6 +259,13 @@ def run_command(
             help="Live: read at most this many bytes of an answer (default 4 MiB); past it the answer is a parse error."
         ),
     ] = None,
+    stop_after_failures: Annotated[
+        int | None,
+        typer.Option(
+            metavar="K",
+            help="Live: stop the matrix after K runs in a row end in the same endpoint error (default 10; 0 never).",
+        ),
+    ] = None,
     resume: Annotated[
         Path | None,
         typer.Option(
@@ -295,6 +303,7 @@ def run_command(
             "provider": provider,
             "strict_schema": strict_schema or None,
             "max_response_bytes": max_response_bytes,
+            "stop_after_failures": stop_after_failures,
         }.items()
         if value is not None
     }
@@ -464,7 +473,10 @@ def resume_command(
     run: Annotated[
         str,
         typer.Option(
-            "--run", metavar="ID", help="The run id (bench runs DIR lists the suspended ones).", show_default=False
+            "--run",
+            metavar="ID",
+            help="The run id, or a unique prefix of it (bench runs DIR lists the suspended ones).",
+            show_default=False,
         ),
     ],
     approve: Annotated[bool, typer.Option("--approve", help="Approve the pending gate: the run goes on.")] = False,
@@ -484,34 +496,53 @@ def resume_command(
     ] = None,
     scenarios_dir: ScenariosDir = None,
 ) -> None:
-    """Continue one suspended run with a person's decision, in this process, with the same model source."""
+    """Continue one suspended run with a person's decision, in this process, with the same model source.
+
+    Without a decision, only carry out one a resume claimed and did not finish (killed, interrupted).
+    """
     import getpass
 
     from harness.matrix.decide import resume
 
-    if approve + reject + revise != 1:
+    if approve + reject + revise > 1:
         raise UserInputError("give exactly one of --approve, --reject and --revise")
     if revise and not note.strip():
         raise UserInputError("--revise needs --note: what to change")
-    decision: Decision = "approve" if approve else "reject" if reject else "revise"
+    decision: Decision | None = "approve" if approve else "reject" if reject else "revise" if revise else None
     result = resume(
         folder,
         run,
         decision,
-        who=who or _user_name(getpass),
+        who=who or (_user_name(getpass) if decision is not None else ""),
         note=note,
         gate=gate,
         env=os.environ,
         scenarios_dir=scenarios_dir,
         notify=_note,
+        started=_command_started,
     )
     outcome = result.outcome
-    where = f" at {outcome.suspended_at}" if outcome.suspended_at else ""
-    _echo(
-        f"run {run}: {outcome.status}{where}; stop verdict {outcome.stop_verdict}; "
-        f"{outcome.resumes} decision(s) so far; trace in {result.traces}"
-    )
+    if outcome is not None:
+        where = f" at {outcome.suspended_at}" if outcome.suspended_at else ""
+        _echo(
+            f"run {result.run_id}: {outcome.status}{where}; stop verdict {outcome.stop_verdict}; "
+            f"{outcome.resumes} decision(s) so far; trace in {result.traces}"
+        )
     _exit_with(result.exit_status())
+
+
+def _process_started() -> float:
+    """When this process started (seconds since the epoch), from the kernel where it says; else now."""
+    import time
+
+    try:
+        stat = Path("/proc/self/stat").read_text()
+        # field 22, starttime: clock ticks after boot, rounded down; one tick more never puts the start before the
+        # true one, so a stop saved just before this process was forked is never taken for one saved after it
+        ticks = int(stat.rsplit(")", 1)[1].split()[19]) + 1
+        return time.time() - (time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError, AttributeError):  # not Linux
+        return time.time()
 
 
 def _user_name(getpass: Any) -> str:
@@ -639,9 +670,11 @@ def compare_command(
     _echo(to_terminal(changed) if changed.rows else "no metric changed")
     if out is not None:
         written = write_comparison(comparison, out, chosen)
-        _echo(f"\ncomparison written to {out} ({len(written)} files)")
+        _echo()
+        _echo(f"comparison written to {out} ({len(written)} files)")
     if comparison.regressed:
-        _echo(f"\n{len(comparison.regressed)} regression(s)", err=True)
+        _echo(err=True)  # bench's own blank line: each _echo on stderr is one line, so a newline inside is escaped
+        _echo(f"{len(comparison.regressed)} regression(s)", err=True)
         raise typer.Exit(1)
 
 
@@ -728,24 +761,36 @@ def runs_command(
 
 
 def _describe_one(row: Any, pending: list[Any]) -> None:
-    """One folder in full: the names behind the counts, and the runs waiting for a decision."""
+    """One folder in full: the names behind the counts, the runs waiting for a decision, and those whose decision
+    is given but not carried out yet."""
     _echo(f"\nmodes: {', '.join(row.modes)}\nscenarios: {', '.join(row.scenarios)}")
-    if not pending:
-        return
     where = _relative(row.path)
-    rows = [
-        [
-            w.run_id,
-            w.run.scenario if w.run else "?",
-            w.run.mode if w.run else "?",
-            w.run.trial if w.run else "?",
-            w.gate,
+    waiting = [w for w in pending if w.state == "waiting"]
+    if waiting:
+        rows = [
+            [
+                w.run_id,
+                w.run.scenario if w.run else "?",
+                w.run.mode if w.run else "?",
+                w.run.trial if w.run else "?",
+                w.gate,
+            ]
+            for w in waiting
         ]
-        for w in pending
-    ]
-    _echo()
-    _echo(_table(rows, headers=["waiting run", "scenario", "mode", "trial", "gate"]))
-    _echo(f"\ndecide with: bench resume {where} --run ID --approve (or --reject)")
+        _echo()
+        _echo(_table(rows, headers=["waiting run", "scenario", "mode", "trial", "gate"]))
+        _echo(f"\ndecide with: bench resume {where} --run ID --approve (or --reject)")
+    for w in pending:
+        if w.state == "waiting":
+            continue
+        given = f" ({w.claim.decision}, by {w.claim.who})" if w.claim else ""
+        if w.state == "deciding":
+            _echo(f"\nrun {w.run_id}: '{w.gate}' decided{given}; a bench resume is carrying it out now")
+        else:
+            _echo(
+                f"\nrun {w.run_id}: '{w.gate}' decided{given}, not carried out (its resume was cut short); "
+                f"bench resume {where} --run {w.run_id} carries it out"
+            )
 
 
 def _relative(path: Path) -> str:
@@ -757,11 +802,16 @@ def _relative(path: Path) -> str:
 
 def main() -> None:
     """Entry point: user errors become one line on stderr and exit code 2, never a traceback."""
+    global _command_started
+    # When the command started: bench resume decides only a stop pending by then. Run as a program (the bench
+    # script, python -m harness), when its process started; called in a longer-lived process (a test), now.
+    as_program = sys._getframe(1).f_globals.get("__name__") == "__main__"
+    _command_started = _process_started() if as_program else None
     try:
         code = app(standalone_mode=False)
     except UserInputError as exc:
         _echo(f"error: {exc}", err=True)
-        sys.exit(BAD_INPUT)
+        sys.exit(getattr(exc, "exit_code", BAD_INPUT))  # an endpoint that is none: 3 (harness.models.dead_endpoint)
     except OSError as exc:  # a file or folder the system refused where no check named it first: still one line
         where = f"{exc.filename}: " if exc.filename is not None else ""
         _echo(f"error: {where}{exc.strerror or exc}", err=True)
@@ -777,6 +827,4 @@ def main() -> None:
     except (Abort, KeyboardInterrupt):
         _echo("interrupted; finished trace lines are kept", err=True)
         sys.exit(130)
-    if code == 130:  # typer turns Ctrl-C into exit code 130
-        _echo("interrupted; finished trace lines are kept", err=True)
-    sys.exit(code if isinstance(code, int) else 0)
+    sys.exit(code if isinstance(code, int) else 0)  # a signal's 130/143 comes with its line already printed

@@ -78,11 +78,15 @@ class RunSpec(BaseModel):
     @field_validator("modes", "scenarios", mode="before")
     @classmethod
     def _split_names(cls, value: object) -> object:
-        """Accepts repeated names and comma-separated lists alike."""
+        """Accepts repeated names and comma-separated lists alike; a given value that names nothing (``""``, ``",,"``:
+        an unset shell variable) is refused, never read as every one. Not giving the field at all selects all."""
         if isinstance(value, str):
             value = [value]
         if isinstance(value, (list, tuple)):
-            return tuple(name.strip() for item in value for name in str(item).split(",") if name.strip())
+            names = tuple(name.strip() for item in value for name in str(item).split(",") if name.strip())
+            if value and not names:
+                raise ValueError("names nothing (an empty value, or only commas); give 'all' or names")
+            return names
         return value
 
     @field_validator("label")

@@ -12,6 +12,7 @@ import) is only imported when something does not fit: ``bench list`` on valid fi
 from __future__ import annotations
 
 import json
+from contextlib import suppress
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +27,8 @@ class SchemaCheck:
 
     def __init__(self, schema: dict[str, Any]):
         self.schema = schema
-        self._fast = jsonschema_rs.validator_for(schema, validate_formats=False)
+        # offline: a $ref is resolved inside the schema (or to a bundled meta-schema), never fetched from a URL
+        self._fast = jsonschema_rs.validator_for(schema, validate_formats=False, offline=True)
         self._reference: jsonschema.protocols.Validator | None = None
 
     def problem(self, value: Any) -> str | None:
@@ -76,17 +78,28 @@ def object_schema_problem(schema: dict[str, Any]) -> str | None:
 
 
 def schema_problem(schema: dict[str, Any]) -> str | None:
-    """None when ``schema`` is a valid Draft 2020-12 JSON Schema; else jsonschema's message saying why not."""
+    """None when ``schema`` is a valid Draft 2020-12 JSON Schema that checks values; else the message saying why not
+    (jsonschema's, for a schema the meta-schema refuses)."""
+    valid = False
     if "$schema" not in schema:
-        try:
-            if jsonschema_rs.meta.is_valid(schema):
-                return None
-        except (ValueError, TypeError, OverflowError, jsonschema_rs.ReferencingError):
-            pass  # the reference implementation decides
-    import jsonschema
+        with suppress(ValueError, TypeError, OverflowError, jsonschema_rs.ReferencingError):  # then jsonschema decides
+            valid = jsonschema_rs.meta.is_valid(schema)
+    if not valid:
+        import jsonschema
 
+        try:
+            jsonschema.Draft202012Validator.check_schema(schema)
+        except jsonschema.SchemaError as exc:
+            return exc.message
+    return _unusable(schema)
+
+
+def _unusable(schema: dict[str, Any]) -> str | None:
+    """None when a valid schema compiles; else why it cannot check anything (a $ref to nothing, or to a file or a
+    URL, which bench never fetches; a pattern no regex engine reads): refused at load, not in the middle of a run."""
     try:
-        jsonschema.Draft202012Validator.check_schema(schema)
-    except jsonschema.SchemaError as exc:
-        return exc.message
+        check_for(schema)
+    except (jsonschema_rs.ValidationError, jsonschema_rs.ReferencingError, ValueError, TypeError, OverflowError) as exc:
+        reason = str(exc).strip().splitlines()
+        return f"cannot be used to check a value: {reason[0] if reason else type(exc).__name__}"
     return None

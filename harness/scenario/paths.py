@@ -222,6 +222,8 @@ def _reach_schema(schema: Any, steps: list[tuple[str, bool]], where: str) -> Rea
             return Reach(f"'{where}' has no field '{key}' (fields: {', '.join(declared or {}) or 'none'})")
     if not fan_out:
         return _reach_schema(sub, rest, here)
+    if sub is False:
+        return Reach(f"'{here}' admits no value")
     if isinstance(sub, dict) and (sub_types := _schema_types(sub)) is not None and "array" not in sub_types:
         return Reach(f"'{here}' is {' or '.join(_a(t) for t in sorted(sub_types))}, not a list to fan out over ([])")
     items = sub.get("items", True) if isinstance(sub, dict) else True

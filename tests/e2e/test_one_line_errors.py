@@ -66,6 +66,42 @@ def test_the_current_folder_as_out_is_refused_when_it_holds_anything(tmp_path, m
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]  # no lock file, no folder left
 
 
+# ---------------------------------------------------------------- selections that name nothing
+
+RECORDED = ROOT / "results" / "recorded" / "smollm2-135m"
+
+
+@pytest.mark.parametrize(
+    ("given", "flag"),
+    [("--mode=", "--mode"), ("--mode=,,,", "--mode"), ("-m= , ", "--mode"), ("--scenario=", "--scenario"),
+     ("-s=,", "--scenario")],
+)  # fmt: skip
+def test_an_empty_selection_is_one_line_naming_its_flag_and_runs_nothing(tmp_path, monkeypatch, capsys, given, flag):
+    out = tmp_path / "run"
+    option, value = given.split("=", 1)
+    line = one_line(monkeypatch, capsys, "run", "--model", "scripted:eager", option, value, "--out", str(out))
+    assert line == f"error: {flag}: names nothing (an empty value, or only commas); give 'all' or names"
+    assert not out.exists()
+
+
+def test_an_empty_selection_among_names_is_no_selection_of_its_own(tmp_path, monkeypatch, capsys):
+    out = tmp_path / "run"
+    code, _, err = bench_main(monkeypatch, capsys, "run", "--model", "scripted:eager", "--mode", "", "--mode",
+                              "react,", "--scenario", "blog_brief_approval", "--out", str(out))  # fmt: skip
+    assert code == 0, err
+    modes = {json.loads(line)["mode"] for line in (out / "traces.jsonl").read_text().splitlines()}
+    assert modes == {"react"}
+
+
+@pytest.mark.parametrize("value", ["", ",,,", " "])
+@pytest.mark.parametrize("command", ["report", "compare"])
+def test_an_empty_format_list_is_one_line(tmp_path, monkeypatch, capsys, command, value):
+    folders = [str(RECORDED)] * (2 if command == "compare" else 1)
+    line = one_line(monkeypatch, capsys, command, *folders, "--format", value, "--out", str(tmp_path / "out"))
+    assert line.startswith("error: --format: "), line
+    assert not (tmp_path / "out").exists()
+
+
 # ---------------------------------------------------------------- --scenarios-dir
 
 

@@ -126,6 +126,7 @@ def test_missing_local_extra_names_the_install_line(monkeypatch):
     assert "[local] extra" in message and "-DGGML_NATIVE=OFF" in message and "\n" not in message
 
 
+@pytest.mark.local_model  # start() looks for the [local] extra before it tries the port
 def test_a_taken_port_is_refused_before_anything_starts():
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
