@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.errors import UserInputError
+from harness.errors import UserInputError, WriteFailed
 from harness.models.recording import RECORDING_FILE
 from harness.records.checkpoint import CHECKPOINT_FILE
 from harness.records.folder import TRACE_FILE
@@ -102,13 +102,17 @@ def _rewrite(path: Path, keep: Callable[[dict[str, Any]], bool]) -> None:
     if not path.exists():
         return
     tmp = path.with_name(path.name + ".continue.tmp")
-    with open(tmp, "wb") as out:
-        for raw, value in _lines(path):
-            if keep(value):
-                out.write(raw)
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as out:
+            for raw, value in _lines(path):
+                if keep(value):
+                    out.write(raw)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:  # a full disk: the old file stays whole, no temporary file is left behind
+        tmp.unlink(missing_ok=True)
+        raise WriteFailed(path, exc.strerror or str(exc)) from None
 
 
 def _drop_checkpoints(path: Path, run_ids: list[str]) -> None:

@@ -113,3 +113,26 @@ def test_a_manifest_that_cannot_be_written_stays_as_it_was_with_no_temporary_cop
     assert str(refused.value) == f"{path}: cannot write: {FULL}"
     assert json.loads(path.read_text()) == {"status": "running"}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["manifest.json"]
+
+
+def test_continuing_a_matrix_on_a_full_disk_names_the_file_and_leaves_the_old_trace_whole(tmp_path, monkeypatch):
+    """``bench run --resume`` rewrites the trace down to its finished runs; a refused write keeps the old file."""
+    import builtins
+
+    from harness.matrix import unfinished
+
+    trace = tmp_path / "traces.jsonl"
+    trace.write_bytes(b'{"run_id": "a", "kind": "summary"}\n{"run_id": "b", "kind": "model_call"}\n')
+    before = trace.read_bytes()
+    real_open = builtins.open
+
+    def full_disk(file, mode="r", *args, **kwargs):
+        if str(file).endswith(".continue.tmp"):
+            raise OSError(28, "No space left on device", str(file))
+        return real_open(file, mode, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", full_disk)
+    with pytest.raises(WriteFailed) as refused:
+        unfinished._rewrite(trace, lambda event: event.get("run_id") == "a")
+    assert str(refused.value) == f"{trace}: cannot write: No space left on device"
+    assert trace.read_bytes() == before and not (tmp_path / "traces.jsonl.continue.tmp").exists()
