@@ -6,14 +6,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import UserInputError
-from harness.matrix.pipeline import Notify
 from harness.matrix.spec import RunSpec, project_dirs
 from harness.models import endpoint_from_env
 from harness.scenario.load import load_all
 from modes import MODES, select_modes
+
+if TYPE_CHECKING:
+    from harness.matrix.pipeline import Notify  # bench list and check-scenarios never load the run pipeline
 
 
 @dataclass(frozen=True)
