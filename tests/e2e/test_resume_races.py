@@ -18,6 +18,7 @@ from harness import RunSpec, run
 from harness.errors import UserInputError
 from harness.matrix.decide import resume
 from harness.records.checkpoint import CHECKPOINT_FILE, CheckpointStore
+from harness.records.folder import LOCK_FILE
 from harness.records.trace import TraceEvent, read_events
 from tests.helpers.bench import ROOT, bench_process
 
@@ -29,8 +30,9 @@ def events_of(folder: Path, run_id: str) -> list[TraceEvent]:
 
 
 def files_of(folder: Path) -> dict[str, bytes]:
-    """Every file of a folder, byte for byte (the lock file too): what a refused command must leave alone."""
-    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
+    """Every data file of a folder, byte for byte: what a refused command must leave alone. The lock file is left out:
+    it names whoever held the folder last (pid and since when), and a refused command held it while it looked."""
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file() and p.name != LOCK_FILE}
 
 
 @pytest.fixture(scope="module")
