@@ -27,6 +27,7 @@ COLOURS = {
     "plan_validator": "#66a61e",
     "gateway": "#e6ab02",
     "human": "#a6761d",
+    "framework": "#666666",
 }
 # Colour-blind-safe (Okabe-Ito), ordered from good to bad; failed_closed is a safe failure, so it is blue.
 VERDICT_COLOURS = {

@@ -6,6 +6,7 @@ import random
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from harness.core.approvals import Gatekeeper, NobodyYet, RejectedByHuman, Suspended
@@ -117,6 +118,10 @@ class RunContext:
     limits: Limits
     gatekeeper: Gatekeeper = field(default_factory=NobodyYet)  # who decides at a gate during this run
     transcript: list[tuple[ModelRequest, ModelReply]] = field(default_factory=list)  # every answer used, in order
+    # Where a runtime adapter's framework keeps its own state for this run (its checkpointer's database, its
+    # serialised run state): a folder of the run folder, so ``bench resume`` continues from it in a new process.
+    # None: no run folder (a test, an in-memory run); the framework keeps its state in memory.
+    state_dir: Path | None = None
 
     async def propose(
         self,

@@ -84,7 +84,7 @@ class Entry:
 
     seq: int
     step: int | None
-    who: str  # the event's decision maker: llm, gateway, runtime, executor, workflow, plan_validator, human
+    who: str  # the event's decision maker: llm, gateway, runtime, executor, workflow, plan_validator, human, framework
     kind: str
     headline: str
     details: tuple[str, ...]

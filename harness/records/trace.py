@@ -18,7 +18,8 @@ SCHEMA_VERSION = (
     2  # 2: outcome gains stop_verdict, unauthorized_side_effects, blocked_by, resumes, repeated_side_effects
 )
 
-DecisionMaker = Literal["llm", "runtime", "executor", "workflow", "plan_validator", "gateway", "human"]
+# framework: a real agent framework's own code decided (a runtime adapter mode: LangGraph, the Agents SDK, PydanticAI)
+DecisionMaker = Literal["llm", "runtime", "executor", "workflow", "plan_validator", "gateway", "human", "framework"]
 EventKind = Literal[
     "run_start",  # the runtime starts a run (detail: limits, gateway policy, offered actions)
     "model_call",  # the model answered a request: its proposal, usage and latency
