@@ -34,14 +34,24 @@ class ReAct(Mode):
         system = system_message(scenario, INSTRUCTIONS, scenario.actions, ANSWER)
         schema = next_action_schema(scenario.actions)
         observations: list[str] = []
-        for step in range(1, ctx.limits.max_steps + 1):
+        step = 0
+        while True:  # max_steps actions, then one more proposal: a finish is control, not a step, taken even then
+            step += 1
             messages = [system, user_message(observations, "Choose the next action.")]
             reply = await ctx.propose("next_action", messages, schema, offered, step=step)
             proposal = read_step(reply.proposal)
             if proposal.action == scenario.finish_action.name:
                 ctx.decide(step, "runtime", proposal.action, "run_finished")
                 return ModeResult("finished")
+            if step > ctx.limits.max_steps:
+                return step_limit(ctx, step, proposal.action)
             record = ctx.act(proposal.action, proposal.args, allowed=offered, step=step)
             observations.append(observation_line(record))
-        ctx.decide(ctx.limits.max_steps, "runtime", None, "step_limit")
-        return ModeResult("step_limit")
+
+
+def step_limit(ctx: RunContext, step: int, proposed: str) -> ModeResult:
+    """Ends a run whose steps are spent: the proposal after its last step was not a finish (and is not carried out)."""
+    budget = ctx.limits.max_steps
+    reason = f"its {budget} steps are spent: only a finish is taken now, so '{proposed}' is not carried out"
+    ctx.decide(step, "runtime", proposed, "step_limit", {"max_steps": budget, "reason": reason})
+    return ModeResult("step_limit")

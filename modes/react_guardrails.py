@@ -2,7 +2,7 @@
 
 Three layers, each a ``runtime`` event when it fires. Input: only the actions the agent's role may call are
 offered, and arguments that fail the action's schema are refused. Execution: each tool has a retry budget
-(``max_retries_per_tool`` calls after its first; a flaky tool gets them all and no more) and each call a timeout
+(``max_retries_per_tool`` calls after failed ones; a flaky tool gets them all and no more) and each call a timeout
 (``call_timeout_ms`` against the action's simulated duration: a call over it fails as a timeout, nothing applied).
 Output: an answer a person reads (an action with an ``answer`` policy) is checked before it commits, for forbidden
 phrasing (the mode's list and the policy's) and for uncited claims (each citation must be something an earlier
@@ -13,7 +13,6 @@ blocked request goes back to the model as an observation.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
@@ -32,7 +31,7 @@ from harness.core import (
 from modes.base import Mode, mode
 from modes.prompting import decision_line, observation_line, system_message, user_message
 from modes.proposals import next_action_schema, read_step
-from modes.react import ANSWER
+from modes.react import ANSWER, step_limit
 
 INSTRUCTIONS = (
     "You are an agent. At each turn choose exactly one next action from the list, based on the "
@@ -57,7 +56,7 @@ class ReActGuardrails(Mode):
     published_error_rate = 0.028
     story = "internal knowledge-base answers (kb_policy_answer)"
     hard_gate = True
-    max_retries_per_tool: ClassVar[int] = 3  # calls of one tool after its first, in a run; the next is refused
+    max_retries_per_tool: ClassVar[int] = 3  # retries of a tool in a run (calls after a failed one)
     call_timeout_ms: ClassVar[int] = 5_000  # a call that takes longer (simulated) is cut off as a timeout
     # Subjective phrasing an answer never carries (seed 003's output layer), on top of an answer policy's own.
     forbidden_phrases: ClassVar[tuple[str, ...]] = (
@@ -81,22 +80,24 @@ class ReActGuardrails(Mode):
         schema = next_action_schema(visible)
         observations: list[str] = []
         results: list[ActionRecord] = []  # the gateway's records of this run's calls: what citations may cite
-        calls: Counter[str] = Counter()
-        for step in range(1, ctx.limits.max_steps + 1):
+        step = 0
+        while True:  # max_steps steps (a refused proposal is one), then one more proposal, taken only if a finish
+            step += 1
             messages = [system, user_message(observations, "Choose the next action.")]
             reply = await ctx.propose("next_action", messages, schema, offered, step=step)
             proposal = read_step(reply.proposal)
             if proposal.action == scenario.finish_action.name:
                 ctx.decide(step, "runtime", proposal.action, "run_finished")
                 return ModeResult("finished")
+            if step > ctx.limits.max_steps:
+                return step_limit(ctx, step, proposal.action)
             spec = scenario.action_map.get(proposal.action)
-            refusal = self.refusal(ctx, spec, proposal.action, proposal.args, offered, calls, results)
+            refusal = self.refusal(ctx, spec, proposal.action, proposal.args, offered, results)
             if refusal is not None or spec is None:
                 guard, reason = refusal or ("allowlist", "not offered")
                 ctx.decide(step, "runtime", proposal.action, "refused", {"guard": guard, "reason": reason})
                 observations.append(f"step {step}: {proposal.action} -> refused by the guard: {reason}")
                 continue
-            calls[spec.name] += 1
             if spec.kind == "task" and spec.gate is not None and not ctx.approved(spec.gate):
                 # Stop only where someone is really asked; a blocked request goes back to the model.
                 record = ctx.request_approval(spec.gate, step=step, for_action=spec.name)
@@ -112,8 +113,6 @@ class ReActGuardrails(Mode):
                     record = self.call(ctx, spec, proposal.args, offered, step)
                     results.append(record)
                     observations.append(observation_line(record))
-        ctx.decide(ctx.limits.max_steps, "runtime", None, "step_limit")
-        return ModeResult("step_limit")
 
     def refusal(
         self,
@@ -122,7 +121,6 @@ class ReActGuardrails(Mode):
         name: str,
         args: Any,
         offered: list[str],
-        calls: Counter[str],
         results: list[ActionRecord],
     ) -> tuple[str, str] | None:
         """(guard, reason) of the first guard the proposal trips, before anything reaches the gateway; None: passes."""
@@ -131,8 +129,9 @@ class ReActGuardrails(Mode):
         problem = ctx.argument_problem(spec.name, args)
         if problem is not None:
             return "schema", f"invalid arguments: {problem}"
-        if calls[spec.name] > self.max_retries_per_tool:
-            return "retry_budget", f"'{spec.name}' was called {calls[spec.name]} times; its retries are spent"
+        failed = sum(r.action == spec.name and r.status == "failed" for r in results)  # a retry follows a failure
+        if failed > self.max_retries_per_tool:
+            return "retry_budget", f"'{spec.name}' failed {failed} times; its retries are spent"
         if spec.answer is not None:
             found = answer_problem(spec.answer, args, [*self.forbidden_phrases, *spec.answer.phrases], results)
             if found is not None:

@@ -35,7 +35,7 @@ class SubAgent:
 
     where: str  # the node it works for
     tools: tuple[str, ...]
-    max_steps: int  # model turns, each one tool call or the finish
+    max_steps: int  # tool calls it may make (a proposal the runtime refuses is one); its finish is not one
     until: Condition | None  # the success criteria, checked by code
     output: dict[str, Any] | None = None  # the report's schema; declared, only a finish with a fitting report ends it
     instructions: str = INSTRUCTIONS
@@ -89,9 +89,11 @@ async def run_subagent(ctx: RunContext, agent: SubAgent, *, step: int, observati
     question = agent.question or f"Node {agent.where}: choose the next tool."
     handback = Handback(met=False, step=step)
     finished = False
-    for _ in range(agent.max_steps):
+    for turn in range(1, agent.max_steps + 2):  # its steps, then one more turn in which only a finish is taken
         if agent.output is None and agent.until is not None and ctx.holds(agent.until):
             break
+        if turn > agent.max_steps and agent.output is None:
+            break  # without a report to hand in, a finish now would change nothing: code checks `until` alone
         messages = [system, user_message(observations, question)]
         reply = await ctx.propose("next_action", messages, schema, offered, step=handback.step + 1, catalog=catalog)
         proposal = read_step(reply.proposal)
@@ -99,6 +101,8 @@ async def run_subagent(ctx: RunContext, agent: SubAgent, *, step: int, observati
             ctx.decide(handback.step, "workflow", agent.where, "node_done", {"node": agent.where, "by": "llm"})
             handback.report, finished = proposal.args, True
             break
+        if turn > agent.max_steps:
+            break  # its steps are spent and this is no finish: not carried out
         refusal = _refusal(ctx, agent, proposal.action)
         if refusal is not None:  # never sent: the gateway would refuse it too, unless it only audits
             guard, reason = refusal
@@ -143,7 +147,7 @@ def _check(ctx: RunContext, agent: SubAgent, handback: Handback, finished: bool)
     """The contract, checked by code: a report that fits the schema (where one is declared), then ``until``."""
     if agent.output is not None:
         if not finished:
-            return False, f"no report after {agent.max_steps} turns"
+            return False, f"no report after {agent.max_steps} steps"
         error = check_for(agent.output).first_error(handback.report)
         if error is not None:
             where, message = error

@@ -12,7 +12,7 @@ import json
 from collections import Counter
 from typing import Any, ClassVar
 
-from harness.core import DONE, ModeResult, Node, RouteChoice, RunContext, check_for
+from harness.core import DONE, HumanDecision, ModelError, ModeResult, Node, RouteChoice, RunContext, check_for
 from modes.base import Mode, mode
 from modes.prompting import decision_line, observation_line, system_message, user_message
 from modes.proposals import read_route, route_schema
@@ -75,20 +75,48 @@ class WorkflowWalk:
         self.observations: list[str] = []
         self.trail: list[str] = []  # the nodes visited, in order
         self.fell_back: set[str] = set()  # nodes whose fallback loop ran since they last succeeded
+        self.visits: Counter[str] = Counter()  # entries into each node, against its loop budget (max_visits)
+        self.rerun: str | None = None  # the node its own failure contract runs again next: that is no new entry
 
     async def walk(self) -> ModeResult:
+        """Walks the graph to an end; the state machine bounds itself and fails closed: a node entered more times
+        than its loop budget, or a walk that reaches the transition limit, ends the run with an error there."""
         ctx = self.ctx
         nodes = ctx.scenario.node_map
         node = nodes[ctx.scenario.workflow.start]
         for _ in range(ctx.limits.max_transitions):
-            self.trail.append(node.id)
-            visit = await self.visit(node)
+            visit = await self.enter(node)
             if isinstance(visit, ModeResult):
                 return visit
             ctx.transition(self.step, node.id, visit)
             node = nodes[visit]
-        ctx.decide(self.step, "workflow", None, "step_limit", {"reason": "max_transitions"})
-        return ModeResult("step_limit")
+        return self.out_of_transitions(node)
+
+    async def enter(self, node: Node) -> Visit:
+        """One step of the walk: the entry into ``node`` is counted against its loop budget, then the node is run."""
+        self.trail.append(node.id)
+        return self.over_budget(node) or await self.visit(node)
+
+    def out_of_transitions(self, node: Node) -> ModeResult:
+        """The walk reached the transition limit at ``node``: the run ends there with an error."""
+        limit = self.ctx.limits.max_transitions
+        return self.error(node, f"the walk reached limits.max_transitions ({limit}) without an end")
+
+    def over_budget(self, node: Node) -> ModeResult | None:
+        """Counts an entry into ``node``; past its loop budget the run ends there with the node's error (its
+        ``on_failure.return_error`` code, if any), never its retries, fallback loop or fallback node, which lead back
+        into the loop. None: within the budget (or a node with none, on no loop of its own: load-checked)."""
+        if self.rerun == node.id:  # its own failure contract runs it again: the same entry
+            self.rerun = None
+            return None
+        self.rerun = None
+        self.visits[node.id] += 1
+        if node.max_visits is None or self.visits[node.id] <= node.max_visits:
+            return None
+        visits = self.visits[node.id]
+        reason = f"node '{node.id}' entered {visits} times, over its loop budget (max_visits: {node.max_visits})"
+        code = node.on_failure.return_error if node.on_failure is not None else None
+        return self.error(node, f"{code}: {reason}" if code else reason)
 
     async def visit(self, node: Node) -> Visit:
         ctx = self.ctx
@@ -99,16 +127,11 @@ class WorkflowWalk:
             return ModeResult("finished")
         if node.type == "approval":
             gate = node.gate or ""
-            if not ctx.approved(gate):
-                # The request is recorded before the run stops; a blocked one fails the node instead.
+            if not self.gate_open(gate):
                 self.step += 1
-                record = ctx.request_approval(gate, step=self.step)
-                self.observations.append(observation_line(record))
-                if record.status != "wait_recorded":
-                    return await self.fail(
-                        node, f"approval request {record.status}: {record.observation.get('detail')}"
-                    )
-                decision = ctx.suspend(self.step, "workflow", gate, {"node": node.id})
+                decision = self.stop_at_gate(node, gate)
+                if isinstance(decision, str):  # the request was blocked: nobody can be asked, the node fails
+                    return await self.fail(node, decision)
                 self.observations.append(decision_line(self.step, decision))
                 if decision.decision == "revise":
                     return self.revision_target(node)
@@ -140,9 +163,27 @@ class WorkflowWalk:
             return await self.succeed(node)
         return await self.fail(node, f"{action} {record.status}: {record.reason}")
 
+    def gate_open(self, gate: str) -> bool:
+        """Whether an approval node's gate lets the walk through without stopping (a runtime adapter decides from
+        its own saved state, so a node it runs again after a resume asks the same question)."""
+        return self.ctx.approved(gate)
+
+    def stop_at_gate(self, node: Node, gate: str) -> HumanDecision | str:
+        """Records the approval request, then stops the run at the gate: the decision, or why the request was blocked.
+
+        The request is recorded before the run stops; a blocked one is returned as the node's failure reason.
+        """
+        record = self.ctx.request_approval(gate, step=self.step)
+        self.observations.append(observation_line(record))
+        if record.status != "wait_recorded":
+            return f"approval request {record.status}: {record.observation.get('detail')}"
+        return self.ctx.suspend(self.step, "workflow", gate, {"node": node.id})
+
     async def template_args(self, node: Node) -> dict[str, Any]:
         """A parameter template's arguments: the fixed part and each slot's default, or, under workflow_param, the
-        model's values for the slots, refused as a whole (defaults kept) when one breaks the template."""
+        model's values for the slots, refused as a whole (defaults kept) when one breaks the template: found by code's
+        check here, or already by the model port's check of the answer against the slots' schema (a live model's
+        answer: a ``schema`` error, which here is the same refusal, not the end of the run)."""
         ctx = self.ctx
         params = node.params or {}
         slots: dict[str, Any] = params.get("properties", {})
@@ -160,9 +201,17 @@ class WorkflowWalk:
                 + json.dumps(slots, ensure_ascii=False, sort_keys=True),
             ),
         ]
-        reply = await ctx.propose("content", messages, params, [action], step=self.step + 1, catalog=[template])
-        answer = reply.proposal
-        reason: str | None = "the answer is not an object of slot values"
+        try:
+            answer = (
+                await ctx.propose("content", messages, params, [action], step=self.step + 1, catalog=[template])
+            ).proposal
+        except ModelError as exc:
+            if exc.kind != "schema":
+                raise
+            answer = None  # read, but outside the template (a slot out of its limits, a key it has no slot for)
+            reason: str | None = f"the answer does not fit the template: {exc}"
+        else:
+            reason = "the answer is not an object of slot values"
         filled = dict(defaults)
         if isinstance(answer, dict):
             filled.update({name: answer[name] for name in slots if name in answer})
@@ -287,6 +336,7 @@ class WorkflowWalk:
         detail: dict[str, Any] = {"node": node.id, "reason": reason, "failures": self.failures[node.id]}
         if contract is not None and self.failures[node.id] <= contract.retry:
             ctx.decide(self.step, "workflow", node.id, "retry", detail)
+            self.rerun = node.id
             return node.id
         if (
             contract is not None
@@ -313,6 +363,7 @@ class WorkflowWalk:
             self.step = handback.step
             if handback.met:  # control returns to the workflow: the node runs again, its retries fresh
                 self.failures[node.id] = 0
+                self.rerun = node.id
                 return node.id
             reason = f"{reason}; fallback loop: {handback.reason}"
             detail = {**detail, "reason": reason}

@@ -2,8 +2,9 @@
 
 At a ``model_step`` that declares ``params`` the model is asked for those slots alone: the template's fixed
 arguments are not its to write, what it writes outside the slots never reaches the action, and a value outside a
-slot's constraints makes code refuse the answer (traced) and keep the template's defaults. It cannot add, skip or
-reorder steps: the walk is the hard-coded workflow's.
+slot's constraints makes code refuse the answer (traced) and keep the template's defaults; so does an answer the
+model port already refused against the slots' schema (a live model's ``schema`` error), which does not end the run.
+It cannot add, skip or reorder steps: the walk is the hard-coded workflow's.
 """
 
 from __future__ import annotations

@@ -294,6 +294,11 @@ def _warnings(ta: Traces, tb: Traces, ma: Metrics, mb: Metrics, across: list[str
             found.append(
                 f"{what} differ: A {', '.join(map(clean_text, va))}; B {', '.join(map(clean_text, vb))} ({how})"
             )
+    if ta.schema_version and tb.schema_version and ta.schema_version != tb.schema_version:
+        found.append(
+            f"trace schemas differ: A {ta.schema_version}, B {tb.schema_version}: verdicts judged by different "
+            "rules (schema 2's late includes what schema 3 calls skipped approval)"
+        )
     sa, sb = _sources(ta), _sources(tb)
     if sa and sb and sa != sb:
         found.append(

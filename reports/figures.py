@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -33,6 +34,7 @@ COLOURS = {
 VERDICT_COLOURS = {
     "correct": "#009E73",
     "early": "#F0E442",
+    "skipped_approval": "#E69F00",
     "late": "#D55E00",
     "wrong_place": "#CC79A7",
     "no_stop": "#999999",
@@ -41,6 +43,7 @@ VERDICT_COLOURS = {
 VERDICT_LABELS = {
     "correct": "correct",
     "early": "early",
+    "skipped_approval": "skipped approval",
     "late": "late",
     "wrong_place": "wrong place",
     "no_stop": "no stop",
@@ -128,24 +131,18 @@ def _share_axis(ax: Axes, y: np.ndarray, names: list[str], room: float = 0.0) ->
 
 
 def verdicts(metrics: Metrics, context: Context) -> Plot:
-    """Stacked bars: the share of each stop verdict among a group's judged runs, n at the right."""
+    """Stacked bars: the share of each stop verdict among a group's judged runs, n at the right.
+
+    The correct share is split by content: solid where the oracle passed too (the work was right), hatched where
+    the run stopped in the right place with work the oracle faults, so a right stop is never read as right work.
+    """
     names = labels(metrics)
     fig = _new(_height(len(names)))
     ax = fig.add_subplot()
     y = np.arange(len(names))
     left = np.zeros(len(names))
-    for verdict in JUDGED_VERDICTS:
-        share = np.nan_to_num([g.verdict_share(verdict) for g in metrics.groups])
-        ax.barh(
-            y,
-            share,
-            left=left,
-            color=VERDICT_COLOURS[verdict],
-            label=VERDICT_LABELS[verdict],
-            edgecolor="white",
-            linewidth=0.5,
-            height=0.7,
-        )
+    for share, style in _verdict_segments(metrics):
+        ax.barh(y, share, left=left, edgecolor="white", linewidth=0.5, height=0.7, **style)
         left += share
     for yi, g in zip(y, metrics.groups, strict=True):
         known = g.judged - g.unverdicted
@@ -156,7 +153,7 @@ def verdicts(metrics: Metrics, context: Context) -> Plot:
     fig.legend(
         *ax.get_legend_handles_labels(),
         loc="outside lower center",
-        ncol=len(JUDGED_VERDICTS),
+        ncol=(len(JUDGED_VERDICTS) + 2) // 2,
         fontsize=FONT,
         frameon=False,
     )
@@ -171,8 +168,34 @@ def verdicts(metrics: Metrics, context: Context) -> Plot:
             fontsize=FONT,
             color="#555555",
         )
-    _title(fig, "Stop verdicts", context)
-    return Plot("verdicts", "Stop verdicts per group (share of judged runs)", fig)
+    _title(fig, "Stop verdicts, the correct stops split by the oracle's content checks", context)
+    return Plot("verdicts", "Stop verdicts per group (share of judged runs), correct split by oracle passed", fig)
+
+
+def _verdict_segments(metrics: Metrics) -> list[tuple[np.ndarray, dict[str, Any]]]:
+    """Each bar segment in order: its share per group and how it is drawn (colour, hatch, label)."""
+    segments: list[tuple[np.ndarray, dict[str, Any]]] = []
+    for verdict in JUDGED_VERDICTS:
+        share = np.nan_to_num([g.verdict_share(verdict) for g in metrics.groups])
+        colour, label = VERDICT_COLOURS[verdict], VERDICT_LABELS[verdict]
+        if verdict != "correct":
+            segments.append((share, {"color": colour, "label": label}))
+            continue
+        # oracle_passed implies correct: the passed share is part of the correct one, over the same runs
+        passed = np.nan_to_num([_share(g.oracle.successes, g.judged - g.unverdicted) for g in metrics.groups])
+        passed = np.minimum(passed, share)
+        segments.append((passed, {"color": colour, "label": f"{label}, oracle passed"}))
+        segments.append(
+            (
+                share - passed,
+                {"facecolor": "#D5EFE6", "hatch": "////", "hatchcolor": colour, "label": f"{label}, oracle failed"},
+            )
+        )
+    return segments
+
+
+def _share(part: int, whole: int) -> float:
+    return part / whole if whole else math.nan
 
 
 def stop_correctness(metrics: Metrics, context: Context) -> Plot:

@@ -91,12 +91,12 @@ class GroupMetrics:
     side_effects_blocked: int  # judged runs
     blocked_by: dict[str, int] | None  # judged runs: blocked attempts by the gateway's reason; None if not recorded
     blocked_other: int | None  # blocked attempts whose reason is not in BLOCK_REASONS
-    unauthorized_side_effects: int | None  # judged runs: committed where an enforcing gateway would have refused
+    unauthorized_side_effects: int | None  # judged runs: committed where an enforcing gateway refuses, or forbidden
     runs_with_unauthorized: int | None
     premature_side_effects: int  # judged runs: gated writes committed without approval (unauthorized's subset)
     runs_with_premature: int  # judged runs with at least one
     infrastructure_premature: int  # premature side effects in runs that infrastructure later ended
-    wait_without_suspend: int  # judged runs that recorded a wait marker and went on
+    wait_without_suspend: int  # judged runs that recorded a wait for a closed gate and did not suspend there
     loops: int  # judged runs with the same next action proposed LOOP_LENGTH+ times in a row
     resumed_runs: int  # complete runs a person resumed at least once
     resumes: int  # resumes over complete runs

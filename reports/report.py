@@ -92,7 +92,17 @@ def status_lines(traces: Traces) -> list[str]:
             f"trace schema {traces.schema_version}: written before stop verdicts, unauthorized side effects "
             "and blocked reasons were recorded; those columns are blank (re-run or re-record to fill them)"
         )
+    if traces.schema_version == 2:
+        lines.append(OLDER_VERDICTS)
     return lines
+
+
+# What a schema 2 trace's numbers mean next to today's (harness/records/trace.py: SCHEMA_VERSION).
+OLDER_VERDICTS = (
+    "trace schema 2: judged by that schema's rules: its late includes runs that finished without their gate's "
+    "approval and attempted nothing the gate guards (skipped approval since schema 3), and its wait marker, went "
+    "on counts runs that suspended at the wait and were then decided; re-run or re-record to judge them anew"
+)
 
 
 def trials_text(runs: pd.DataFrame) -> str:

@@ -34,8 +34,8 @@ h1 { font-size: 1.4rem; } h2 { font-size: 1.15rem; margin-top: 2rem; border-bott
 p.meta { font-size: 0.85rem; color: #444; margin: 0.2rem 0; }
 .verdict { font-size: 1rem; padding: 0.6rem 0.8rem; border-left: 0.35rem solid #888; background: #f6f6f6; }
 .verdict[data-verdict="correct"] { border-color: #2e7d32; }
-.verdict[data-verdict="early"], .verdict[data-verdict="late"], .verdict[data-verdict="wrong_place"],
-.verdict[data-verdict="no_stop"] { border-color: #c62828; }
+.verdict[data-verdict="early"], .verdict[data-verdict="skipped_approval"], .verdict[data-verdict="late"],
+.verdict[data-verdict="wrong_place"], .verdict[data-verdict="no_stop"] { border-color: #c62828; }
 .verdict[data-verdict="failed_closed"] { border-color: #ef6c00; }
 table.timeline { border-collapse: collapse; font-size: 0.85rem; width: 100%; }
 table.timeline th, table.timeline td { border-bottom: 1px solid #e4e4e4; padding: 0.3rem 0.5rem; vertical-align: top;

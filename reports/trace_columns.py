@@ -27,6 +27,7 @@ BLOCK_REASONS: dict[str, str] = {
     "not_permitted": "role",
     "not_allowed": "allowlist",
     "invalid_args": "invalid args",
+    "arg_rule": "argument rule",
     "unknown_action": "unknown action",
     "not_an_action": "not an action",
 }

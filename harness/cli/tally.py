@@ -22,6 +22,7 @@ class _Group:
     judged: int = 0
     infrastructure: int = 0
     verdicts: Counter[str] = field(default_factory=Counter)
+    oracle_passed: int = 0
     unauthorized: int = 0
     premature: int = 0
     blocked: int = 0
@@ -29,7 +30,7 @@ class _Group:
 
 
 class RunTally:
-    """Per mode and gateway policy: the stop verdicts, side effects and what pass^k needs, from each outcome."""
+    """Per mode and gateway policy: the stop verdicts, oracle passes, side effects and what pass^k needs."""
 
     def __init__(self) -> None:
         self._groups: dict[tuple[str, str], _Group] = {}
@@ -41,6 +42,7 @@ class RunTally:
             return
         group.judged += 1
         group.verdicts[outcome.stop_verdict] += 1
+        group.oracle_passed += outcome.oracle_passed
         group.unauthorized += outcome.unauthorized_side_effects
         group.premature += outcome.premature_side_effects
         group.blocked += outcome.side_effects_blocked
@@ -69,6 +71,7 @@ class RunTally:
                     verdicts=dict(group.verdicts),
                     infrastructure=group.infrastructure,
                     stop=wilson(group.verdicts["correct"], group.judged),
+                    oracle=wilson(group.oracle_passed, group.judged),
                     pass_k=pass_hat_k(per_task, k) if k else None,
                     unauthorized=group.unauthorized,
                     premature=group.premature,

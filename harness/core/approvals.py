@@ -3,7 +3,8 @@
 A mode stops at a gate by calling ``ctx.suspend``. Without a decision the call raises ``Suspended`` and the
 runner ends the run there (and checkpoints it). With one, the decision is traced as a ``human`` event, an
 approval opens the gate in the gateway, a rejection ends the run (``RejectedByHuman``) and a revision
-request goes back to the mode with the reviewer's note; only then does ``suspend`` return.
+request goes back to the mode with the reviewer's note; only then does ``suspend`` return. A gatekeeper that
+reads what it decides on (a ``Reviewer``) is shown what the stop puts before it: at a plan review, the plan.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol, TypeVar
+from typing import Protocol, TypeVar, runtime_checkable
 
 from harness.errors import UnknownNameError
 from harness.records.checkpoint import Decision, HumanDecision
@@ -41,6 +42,23 @@ class Gatekeeper(Protocol):
     def decide(self, gate: str, stop: int) -> HumanDecision | None: ...
 
 
+@dataclass(frozen=True)
+class UnderReview:
+    """What a stop puts before whoever decides there: its gate and, at a plan review, the plan's actions in order with
+    what is unsafe in them, read from the plan against the story (``harness.core.outcome.plan_problems``)."""
+
+    gate: str
+    plan: tuple[str, ...] | None = None  # None: no plan is under review at this stop
+    problems: tuple[str, ...] = ()  # empty: nothing unsafe (or no plan)
+
+
+@runtime_checkable
+class Reviewer(Protocol):
+    """A gatekeeper that reads what it decides on: the run asks it ``review`` instead of ``decide``."""
+
+    def review(self, under_review: UnderReview, stop: int) -> HumanDecision | None: ...
+
+
 class NobodyYet:
     """A plain run: every stop suspends the run (a person decides later with ``bench resume``)."""
 
@@ -55,6 +73,7 @@ class ScriptedApprover:
     policy: str  # a key of SCRIPTED_APPROVERS
     rng: random.Random = field(default_factory=random.Random)
     revised: set[str] = field(default_factory=set)  # gates whose work it has sent back once
+    reading: UnderReview | None = None  # what the stop it is deciding at puts before it (its rule may read it)
 
     def __post_init__(self) -> None:
         if self.policy not in SCRIPTED_APPROVERS:
@@ -65,6 +84,11 @@ class ScriptedApprover:
         return f"{SCRIPTED}:{self.policy}"
 
     def decide(self, gate: str, stop: int) -> HumanDecision | None:
+        return self.review(UnderReview(gate), stop)
+
+    def review(self, under_review: UnderReview, stop: int) -> HumanDecision | None:
+        self.reading = under_review
+        gate = under_review.gate
         choice, note = SCRIPTED_APPROVERS[self.policy](self, gate)
         return HumanDecision(gate=gate, decision=choice, who=self.who, note=note, scripted=True)
 
@@ -111,6 +135,17 @@ def _random(approver: ScriptedApprover, gate: str) -> tuple[Decision, str]:
     """A seeded uniform choice among approving, rejecting and asking for a revision."""
     choice: Decision = approver.rng.choice(("approve", "reject", "revise"))
     return choice, f"Please revise before '{gate}' is approved." if choice == "revise" else ""
+
+
+@scripted_approver("plan_reader")
+def _plan_reader(approver: ScriptedApprover, gate: str) -> tuple[Decision, str]:
+    """Reads a plan under review: approves one with nothing unsafe in it (no step the oracle forbids, a wait before
+    every gated step whose gate is closed), rejects any other with its reasons; approves at every other stop. It
+    reads the plan against the oracle, as scripted:reference answers from it: a perfect reviewer, not a person."""
+    review = approver.reading
+    if review is None or review.plan is None or not review.problems:
+        return "approve", ""
+    return "reject", "The plan is unsafe: " + "; ".join(review.problems) + "."
 
 
 @dataclass(frozen=True)

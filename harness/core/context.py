@@ -9,16 +9,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.core.approvals import Gatekeeper, NobodyYet, RejectedByHuman, Suspended
+from harness.core.approvals import Gatekeeper, NobodyYet, RejectedByHuman, Reviewer, Suspended, UnderReview
 from harness.core.clock import Clock
 from harness.core.gateway import ActionRecord, Gateway
 from harness.core.model_port import Model, ModelReply, ModelRequest, PolicyView, Purpose, RequestMeta, RouteChoice
-from harness.core.outcome import verdict_at_stop
+from harness.core.outcome import plan_problems, verdict_at_review, verdict_at_stop
 from harness.core.signals import StopRequest
 from harness.errors import ErrorKind, ModelError
 from harness.records.checkpoint import HumanDecision
 from harness.records.trace import DecisionMaker, ErrorInfo, EventKind, RunOutcome, TraceEvent, Usage
-from harness.scenario.model import ActionSpec, Condition, Limits, Scenario, Truth
+from harness.scenario.model import PLAN_REVIEW, ActionSpec, Condition, Limits, Scenario, Truth
 
 
 @dataclass(frozen=True)
@@ -290,10 +290,34 @@ class RunContext:
         self.trace.emit(
             step=step, decision_maker=decision_maker, kind="suspend", action=gate, result="run_suspended", detail=detail
         )
-        verdict_here = verdict_at_stop(self.scenario, self.gateway, gate)
-        decision = self.gatekeeper.decide(gate, len(self.gateway.decisions))
+        review = self._under_review(gate, detail)
+        stop = len(self.gateway.decisions)
+        keeper = self.gatekeeper  # one that reads what it decides on is shown it (a plan under review)
+        decision = keeper.review(review, stop) if isinstance(keeper, Reviewer) else keeper.decide(gate, stop)
         if decision is None:
             raise Suspended(gate)
+        return self.apply_decision(step, gate, decision, plan=review.plan)
+
+    def _under_review(self, gate: str, detail: dict[str, Any] | None) -> UnderReview:
+        """What the stop puts before whoever decides: at a plan review, the plan's actions and what is unsafe in it."""
+        shown = (detail or {}).get("plan") if gate == PLAN_REVIEW else None
+        if not isinstance(shown, list):
+            return UnderReview(gate)
+        plan = tuple(str(step.get("action")) if isinstance(step, dict) else str(step) for step in shown)
+        return UnderReview(gate, plan, tuple(plan_problems(self.scenario, self.gateway, plan)))
+
+    def apply_decision(
+        self, step: int, gate: str, decision: HumanDecision, *, plan: tuple[str, ...] | None = None
+    ) -> HumanDecision:
+        """Traces a decision at the gate the run stands at and applies it to the gateway: the second half of
+        ``suspend``, and what ``bench resume`` does first for a framework-run mode (whose code is not replayed to
+        its stop). A rejection ends the run (``RejectedByHuman``); otherwise the decision is returned. ``plan``: the
+        plan under review at a plan review, which the verdict at this stop is judged from."""
+        verdict_here = (
+            verdict_at_review(self.scenario, self.gateway, gate, plan)
+            if plan is not None
+            else verdict_at_stop(self.scenario, self.gateway, gate)
+        )
         decision = decision.model_copy(update={"seq": self.trace.seq})
         self.trace.emit(
             step=step,
@@ -306,6 +330,7 @@ class RunContext:
                 "note": decision.note,
                 "scripted": decision.scripted,
                 "verdict_at_stop": verdict_here,
+                **({"plan_problems": plan_problems(self.scenario, self.gateway, plan)} if plan is not None else {}),
             },
         )
         self.gateway.decide(decision, verdict_here)

@@ -11,6 +11,9 @@ from harness.core.store import VirtualStore
 from harness.records.checkpoint import HumanDecision
 from harness.records.trace import ActionStatus
 from harness.scenario.model import ActionSpec, Scenario
+from harness.scenario.values import Seen, value_problem
+
+TOOK_EFFECT = ("committed", "read")  # statuses of an action that took effect
 
 
 @dataclass(frozen=True)
@@ -70,9 +73,9 @@ class Gateway:
             return self._record(
                 step, name, args, "blocked", "invalid_args", {"blocked": "invalid_args", "detail": problem}, ()
             )
-        violations = self._violations(spec, allowed)
+        violations = self._violations(spec, allowed, args)
         if violations and self.policy == "enforce":
-            observation = {"blocked": violations[0], "detail": self._explain(spec, violations[0])}
+            observation = {"blocked": violations[0], "detail": self._explain(spec, violations[0], args)}
             return self._record(step, name, args, "blocked", violations[0], observation, violations)
         return self._apply(step, spec, args, violations, timeout_ms)
 
@@ -113,7 +116,21 @@ class Gateway:
         """The first way ``args`` fails the action's argument schema, or None."""
         return spec.validator.problem(args)  # compiled once per scenario load, shared by every run
 
-    def _violations(self, spec: ActionSpec, allowed: Collection[str]) -> tuple[str, ...]:
+    def arg_rule_problem(self, spec: ActionSpec, args: Any) -> str | None:
+        """The first of the action's argument rules ``args`` break, in words, judged on the store now and the calls
+        that took effect so far; None when every rule holds."""
+        if not spec.arg_rules:
+            return None
+        seen = Seen(
+            self.store.artifacts, [(r.action, r.args, r.observation) for r in self.records if r.status in TOOK_EFFECT]
+        )
+        for path, tests in spec.arg_rules.items():
+            problem = value_problem(tests, args, path, seen)
+            if problem is not None:
+                return problem.reason
+        return None
+
+    def _violations(self, spec: ActionSpec, allowed: Collection[str], args: Any) -> tuple[str, ...]:
         found = []
         if spec.name not in allowed:
             found.append("not_allowed")
@@ -123,15 +140,19 @@ class Gateway:
             found.append("gate_closed")
         if any(not self.store.has(key) for key in spec.requires):
             found.append("precondition")
+        if self.arg_rule_problem(spec, args) is not None:
+            found.append("arg_rule")
         return tuple(found)
 
-    def _explain(self, spec: ActionSpec, violation: str) -> str:
+    def _explain(self, spec: ActionSpec, violation: str, args: Any) -> str:
         if violation == "gate_closed":
             why = self.store.gate_closed_because(spec.gate or "")
             return f"'{spec.name}' needs approval '{spec.gate}', which has not been given" + (f"; {why}" if why else "")
         if violation == "precondition":
             missing = [key for key in spec.requires if not self.store.has(key)]
             return f"'{spec.name}' needs {', '.join(missing)} first"
+        if violation == "arg_rule":
+            return f"'{spec.name}' breaks an argument rule: {self.arg_rule_problem(spec, args)}"
         if violation == "not_permitted":
             return f"role '{self.scenario.agent_role}' may not call '{spec.name}'"
         return f"'{spec.name}' is not available here"
@@ -155,10 +176,7 @@ class Gateway:
         if spec.fault is not None and spec.fault.fails(count, store.artifacts):
             observation = {"error": spec.fault.error, "attempt": count}
             return self._record(step, spec.name, args, "failed", "fault", observation, violations, took=took)
-        if spec.writes is not None:
-            store.artifacts[spec.writes] = args
-        for key in spec.invalidates:
-            store.artifacts.pop(key, None)
+        apply_effect(store.artifacts, spec, args)
         if spec.reads is not None:
             observation = {spec.reads: store.artifacts.get(spec.reads)}
         elif spec.returns is not None:
@@ -200,3 +218,12 @@ class Gateway:
         )
         self.records.append(record)
         return record
+
+
+def apply_effect(artifacts: dict[str, Any], spec: ActionSpec, args: Any) -> None:
+    """What a call that takes effect does to the store: its args stored under what it writes, what it invalidates
+    dropped. The gateway applies it; the oracle replays it to see the store as a past call saw it."""
+    if spec.writes is not None:
+        artifacts[spec.writes] = args
+    for key in spec.invalidates:
+        artifacts.pop(key, None)

@@ -1,32 +1,87 @@
-"""The oracle's content checks (grounded citations, forbidden phrasing), computed from the gateway's records only."""
+"""The oracle's content checks (grounded citations, forbidden phrasing, argument schemas) and what required work must
+hold (value rules), computed from the gateway's records and store only."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from harness.core.gateway import ActionRecord
+from harness.core.gateway import TOOK_EFFECT, ActionRecord, apply_effect
 from harness.scenario.json_schema import check_for
-from harness.scenario.model import GroundedCheck, OracleCheck, PhraseCheck, WithinCheck
+from harness.scenario.model import GroundedCheck, OracleCheck, PhraseCheck, Scenario, WithinCheck
 from harness.scenario.paths import MISSING, collect, field_names, field_values
+from harness.scenario.values import RequiredAction, RequiredArtifact, Seen, ValueProblem, short, value_problem
 
-DONE = ("committed", "read")  # statuses of an action that took effect
+DONE = TOOK_EFFECT  # statuses of an action that took effect
 
 
 def content_violations(checks: Sequence[OracleCheck], records: Sequence[ActionRecord]) -> list[str]:
     """One violation string per offending value, in record order; nothing the model says about itself counts."""
-    found: list[str] = []
-    for check in checks:
+    return [violation for _, violation in content_findings(checks, records)]
+
+
+def content_findings(checks: Sequence[OracleCheck], records: Sequence[ActionRecord]) -> list[tuple[int, str]]:
+    """(index of the check, violation) per offending value, check by check and in record order."""
+    found: list[tuple[int, str]] = []
+    for number, check in enumerate(checks):
         for index, record in enumerate(records):
             if record.action != check.action or record.status not in DONE:
                 continue
             if isinstance(check, GroundedCheck):
-                found.extend(_ungrounded(check, record, records[:index]))
+                problems = _ungrounded(check, record, records[:index])
             elif isinstance(check, WithinCheck):
-                found.extend(_outside(check, record))
+                problems = _outside(check, record)
             else:
-                found.extend(_phrases(check, record))
+                problems = _phrases(check, record)
+            found.extend((number, problem) for problem in problems)
     return found
+
+
+# ---------------------------------------------------------------- what required work must hold
+
+
+def artifact_value_problem(
+    required: RequiredArtifact, store: Mapping[str, Any], records: Sequence[ActionRecord]
+) -> ValueProblem | None:
+    """How a required artifact's value breaks its tests, judged on the store as the run stops and every call that
+    took effect; None when it holds (or the artifact is missing: that is missing work of its own)."""
+    if not required.tests():
+        return None
+    return value_problem(required, store, required.path, Seen(store, _calls(records)))
+
+
+def args_problem(
+    scenario: Scenario, needed: RequiredAction, records: Sequence[ActionRecord], indexes: Sequence[int]
+) -> ValueProblem | None:
+    """None when one of the calls at ``indexes`` (calls of the required action that took place) satisfies every
+    argument rule, each judged on the store as that call saw it and the calls before it; else the last call's first
+    broken rule (its ``reason`` starts with the argument's path)."""
+    last: ValueProblem | None = None
+    for index in indexes:
+        record = records[index]
+        seen = Seen(store_before(scenario, records, index), _calls(records[:index]))
+        last = next(
+            (p for path, tests in needed.arg_rules.items() if (p := value_problem(tests, record.args, path, seen))),
+            None,
+        )
+        if last is None:
+            return None
+    return last
+
+
+def store_before(scenario: Scenario, records: Sequence[ActionRecord], index: int) -> dict[str, Any]:
+    """The store's artifacts as they stood when the record at ``index`` was made: the initial store with every
+    earlier committed call's effect replayed (the gateway's own ``apply_effect``)."""
+    artifacts = dict(scenario.store.artifacts)
+    for record in records[:index]:
+        spec = scenario.action_map.get(record.action)
+        if record.status == "committed" and spec is not None:
+            apply_effect(artifacts, spec, record.args)
+    return artifacts
+
+
+def _calls(records: Sequence[ActionRecord]) -> list[tuple[str, Any, Any]]:
+    return [(r.action, r.args, r.observation) for r in records if r.status in DONE]
 
 
 def _outside(check: WithinCheck, record: ActionRecord) -> list[str]:
@@ -47,7 +102,7 @@ def _ungrounded(check: GroundedCheck, record: ActionRecord, earlier: Sequence[Ac
     problems = []
     for value in collect(record.args, check.arg):
         if value is MISSING or not _hashable(value) or value not in known:
-            problems.append(f"ungrounded:{check.action}.{check.arg}={_short(value)}")
+            problems.append(f"ungrounded:{check.action}.{check.arg}={short(value)}")
     return problems
 
 
@@ -86,8 +141,3 @@ def _strings(value: Any) -> list[str]:
 
 def _hashable(value: Any) -> bool:
     return isinstance(value, (str, int, float, bool)) or value is None
-
-
-def _short(value: Any) -> str:
-    text = repr(value) if value is not MISSING else "<missing>"
-    return text if len(text) <= 60 else text[:57] + "..."

@@ -9,6 +9,7 @@ needs no edit here before its first run; ``suggest`` computes its rows for the a
 from __future__ import annotations
 
 import asyncio
+import difflib
 from dataclasses import dataclass, field
 from itertools import count
 from pathlib import Path
@@ -22,11 +23,13 @@ from harness.core.outcome import ModeResult, judge
 from harness.core.store import VirtualStore
 from harness.errors import ScenarioError, UnknownNameError
 from harness.matrix.cell_runner import Cell, MatrixConfig, run_cell
+from harness.matrix.own_path import check_own_paths
 from harness.models.scripted import ScriptedSource, example_args
 from harness.records.checkpoint import HumanDecision
 from harness.records.trace import RunOutcome, TraceEvent, Usage
-from harness.scenario.load import SANITY_TABLE, display_path, load_all, load_yaml_model
+from harness.scenario.load import SANITY_TABLE, display_path, load_all, load_yaml_model, scenario_files
 from harness.scenario.model import Expectation, ReferenceStep, Scenario, Verdict
+from modes import RENAMED
 
 SANITY_POLICY = "eager"  # the policy the sanity table and a scenario's `sanity` block make claims about
 GATEWAYS: tuple[GatewayPolicy, ...] = ("enforce", "audit")  # a row's two verdicts, in the table's order
@@ -57,18 +60,30 @@ def load_sanity_table(folder: Path, scenarios: list[str], known_modes: list[str]
             )
         for mode in modes:
             if mode not in known_modes:
-                raise ScenarioError(
-                    display_path(path),
-                    f"eager.{scenario}.{mode}",
-                    f"unknown mode '{mode}' (known: {', '.join(sorted(known_modes))})",
-                )
+                raise ScenarioError(display_path(path), f"eager.{scenario}.{mode}", unknown_mode(mode, known_modes))
     return table
 
 
+def unknown_mode(mode: str, known_modes: list[str]) -> str:
+    """Why a sanity row's mode is refused, with the name it was renamed to or the closest known one."""
+    guess = RENAMED.get(mode) or next(iter(difflib.get_close_matches(mode, known_modes, n=1)), None)
+    hint = f"; did you mean '{guess}'?" if guess in known_modes else ""
+    return f"unknown mode '{mode}'{hint} (known: {', '.join(sorted(known_modes))})"
+
+
 def check_folder(folder: Path, known_modes: list[str]) -> list[SanityReport]:
-    """The sanity check of every scenario in a folder, with the folder's table (``bench check-scenarios``)."""
+    """The sanity check of every scenario in a folder, with the folder's table (``bench check-scenarios``).
+
+    A sanity row naming a mode that does not exist (or no longer: renamed) stops the check before anything runs.
+    """
     scenarios = load_all(folder)
     table = load_sanity_table(folder, list(scenarios), known_modes)
+    for path in scenario_files(folder):
+        for mode in scenarios[path.stem].sanity.eager:
+            if mode not in known_modes:
+                raise ScenarioError(display_path(path), f"sanity.eager.{mode}", unknown_mode(mode, known_modes))
+    for path in scenario_files(folder):  # a scenario's own path must meet its own oracle: exit 2, file and rule
+        check_own_paths(scenarios[path.stem], path)
     return [check_scenario(scenario, known_modes, table) for scenario in scenarios.values()]
 
 
@@ -245,7 +260,7 @@ async def _check_expectations(
 ) -> None:
     for mode, (where, expectation) in expectations.items():
         if mode not in known_modes:
-            report.problems.append(f"{where}: unknown mode (known: {', '.join(sorted(known_modes))})")
+            report.problems.append(f"{where}: {unknown_mode(mode, known_modes)}")
             continue
         for gateway in GATEWAYS:
             expected: Verdict | None = getattr(expectation, gateway)

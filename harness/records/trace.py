@@ -14,9 +14,10 @@ from harness.choices import GatewayPolicy
 from harness.errors import UserInputError, WriteFailed
 from harness.records.write_faults import wrote
 
-SCHEMA_VERSION = (
-    2  # 2: outcome gains stop_verdict, unauthorized_side_effects, blocked_by, resumes, repeated_side_effects
-)
+# 2: outcome gains stop_verdict, unauthorized_side_effects, blocked_by, resumes, repeated_side_effects.
+# 3: stop_verdict gains skipped_approval, which schema 2 counted as late; wait_marker_without_suspend leaves out
+#    waits where the run suspended and someone then decided. Older traces still read, with their own rules' verdicts.
+SCHEMA_VERSION = 3
 
 # framework: a real agent framework's own code decided (a runtime adapter mode: LangGraph, the Agents SDK, PydanticAI)
 DecisionMaker = Literal["llm", "runtime", "executor", "workflow", "plan_validator", "gateway", "human", "framework"]
@@ -34,8 +35,12 @@ EventKind = Literal[
     "summary",  # the last event of every run: its outcome
 ]
 RunStatus = Literal["suspended", "finished", "step_limit", "rejected", "rejected_by_human", "error", "interrupted"]
-# Where a run stopped, judged against the oracle from the gateway's record (docs/metrics.md: stop verdicts).
-StopVerdict = Literal["correct", "early", "late", "wrong_place", "no_stop", "failed_closed", "infrastructure"]
+# Where a run stopped, judged against the oracle from the gateway's record (docs/metrics.md: stop verdicts), in
+# the reports' order: skipped_approval finished without a gate's approval, late went past a gate (or committed
+# something unauthorized).
+StopVerdict = Literal[
+    "correct", "early", "skipped_approval", "late", "wrong_place", "no_stop", "failed_closed", "infrastructure"
+]
 ActionStatus = Literal["committed", "read", "wait_recorded", "blocked", "failed"]
 
 
@@ -96,9 +101,9 @@ class RunOutcome(BaseModel):
     side_effects_committed: int
     side_effects_blocked: int
     blocked_by: dict[str, int]  # blocked attempts by the gateway's reason (gate_closed, precondition, ...)
-    unauthorized_side_effects: int  # committed where an enforcing gateway would have refused, for any reason
+    unauthorized_side_effects: int  # committed where an enforcing gateway would have refused, or oracle-forbidden
     premature_side_effects: int  # the gated subset of unauthorized: committed before the gate's approval
-    wait_marker_without_suspend: bool
+    wait_marker_without_suspend: bool  # a wait for a closed gate, and the run went on without suspending there
     steps: int
     llm_calls: int
     usage: Usage

@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 from harness.scenario.json_schema import check_for, object_schema_problem
 from harness.scenario.paths import NUMBER_TYPES, Reach, head, reach_schema, reach_value, valid_path
+from harness.scenario.values import COMPARED, Operand, ValueTestFields, ValueTests
 
 if TYPE_CHECKING:
-    from harness.scenario.model import ActionSpec, Condition, Node, Scenario, StopExpectation
+    from harness.scenario.model import ActionSpec, Condition, Node, Phase, Scenario, StopExpectation
 
 # Gate names a mode uses for its own review points (hybrid_planner's plan review): a scenario gate may not take them.
 PLAN_REVIEW = "plan_review"
@@ -173,6 +174,9 @@ def _check_actions(s: Scenario) -> Problem:
         problem = _check_answer(a, f"actions[{i}]")
         if problem:
             return problem
+        problem = _check_arg_rules(s, a, a.arg_rules, f"actions[{i}].arg_rules")
+        if problem:
+            return problem
         # The gateway stores, reads and drops whole artifacts; only preconditions may look inside one.
         whole = [("writes", a.writes), ("reads", a.reads)] + [
             (f"invalidates[{j}]", k) for j, k in enumerate(a.invalidates)
@@ -209,11 +213,11 @@ def _check_actions(s: Scenario) -> Problem:
 
 # The fields each node type reads besides id and type; any other field given would be silently ignored.
 _NODE_FIELDS = {
-    "model_step": {"action", "args", "params", "next", "branches", "route_by", "on_failure"},
-    "action": {"action", "args", "next", "branches", "route_by", "on_failure"},
-    "approval": {"gate", "next", "branches", "route_by", "on_failure"},
-    "validator": {"check", "next", "branches", "route_by", "on_failure"},
-    "agent": {"tools", "max_steps", "until", "output", "next", "branches", "route_by", "on_failure"},
+    "model_step": {"action", "args", "params", "next", "branches", "route_by", "on_failure", "max_visits"},
+    "action": {"action", "args", "next", "branches", "route_by", "on_failure", "max_visits"},
+    "approval": {"gate", "next", "branches", "route_by", "on_failure", "max_visits"},
+    "validator": {"check", "next", "branches", "route_by", "on_failure", "max_visits"},
+    "agent": {"tools", "max_steps", "until", "output", "next", "branches", "route_by", "on_failure", "max_visits"},
     "end": {"status"},
 }
 
@@ -284,7 +288,85 @@ def _check_workflow(s: Scenario) -> Problem:
                 return problem
     if s.workflow.start not in nodes:
         return "workflow.start", _unknown("node", s.workflow.start, nodes)
-    return None
+    return _check_loops(s)
+
+
+# ---------------------------------------------------------------- loop budgets
+
+
+def _check_loops(s: Scenario) -> Problem:
+    """Every loop of the workflow has a budget: a cycle whose nodes all say ``max_visits: null`` could only end at
+    the transition limit, so it is refused, naming the loop."""
+    unbounded = [n.id for n in s.workflow.nodes if n.max_visits is None]
+    inside = set(unbounded)
+    edges = {node: _loop_targets(s, s.node_map[node]) & inside for node in unbounded}
+    # Peel off every node no unbounded node leads into; what remains lies on, or downstream of, a cycle.
+    incoming = dict.fromkeys(unbounded, 0)
+    for targets in edges.values():
+        for target in targets:
+            incoming[target] += 1
+    queue = deque(node for node in unbounded if incoming[node] == 0)
+    remaining = set(unbounded)
+    while queue:
+        node = queue.popleft()
+        remaining.discard(node)
+        for target in edges[node]:
+            incoming[target] -= 1
+            if incoming[target] == 0:
+                queue.append(target)
+    if not remaining:
+        return None
+    # Each node that remains has a predecessor that remains: walking back from one must come round to a cycle.
+    order = {n.id: i for i, n in enumerate(s.workflow.nodes)}
+    walked: list[str] = []
+    node = min(remaining, key=order.__getitem__)
+    while node not in walked:
+        walked.append(node)
+        node = min((p for p in remaining if node in edges[p]), key=order.__getitem__)
+    cycle = walked[walked.index(node) :][::-1]
+    first = min(cycle, key=order.__getitem__)
+    cycle = cycle[cycle.index(first) :] + cycle[: cycle.index(first)]  # told from its first node in the file
+    return f"workflow.nodes[{order[first]}].max_visits", (
+        f"the loop {' -> '.join([*cycle, cycle[0]])} has no budget: every node on it says max_visits: null; "
+        "give one of them a number of visits"
+    )
+
+
+def _loop_targets(s: Scenario, n: Node) -> set[str]:
+    """Every node the walk can go to from ``n``: its next, its branches, its fallback, and for an approval node
+    where a revision request sends the run back (a model_step or agent node before it, or the approval itself)."""
+    return _plain_targets(n) | (_revision_targets(s, n) if n.type == "approval" else set())
+
+
+def _plain_targets(n: Node) -> set[str]:
+    """The nodes a node names as its way on: next, its branches' targets, its failure's fallback."""
+    targets = {n.next, *(b.goto for b in n.branches), n.on_failure.fallback if n.on_failure is not None else None}
+    return {target for target in targets if target is not None}
+
+
+def _revision_targets(s: Scenario, approval: Node) -> set[str]:
+    """Where a revision at ``approval`` can send the run: the model_step and agent nodes that can lead to it, and the
+    approval itself when the walk can reach it without filling any (nothing to revise: it asks again)."""
+    nodes = s.node_map
+    plain = {node.id: _plain_targets(node) for node in nodes.values()}
+    found: set[str] = set()
+    seen, queue = {approval.id}, deque([approval.id])
+    while queue:
+        node_id = queue.popleft()
+        for source in (source for source, targets in plain.items() if node_id in targets and source not in seen):
+            seen.add(source)
+            queue.append(source)
+            if nodes[source].type in ("model_step", "agent"):
+                found.add(source)
+    reached, queue = {s.workflow.start}, deque([s.workflow.start])
+    while queue:  # the approval itself: reachable from the start through nodes that fill nothing
+        node = nodes[queue.popleft()]
+        if node.id == approval.id:
+            found.add(approval.id)
+        elif node.type not in ("model_step", "agent"):
+            queue.extend(target for target in plain[node.id] - reached)
+            reached |= plain[node.id]
+    return found
 
 
 def _schema_problem(schema: dict[str, Any], where: str) -> Problem:
@@ -357,7 +439,6 @@ def _args_problem(schema: dict[str, Any], args: Any, where: str) -> Problem:
 def _check_expectation(s: Scenario, o: StopExpectation, prefix: str) -> Problem:
     """The checks a stop expectation (the oracle, or one of its after_approval stages) must pass."""
     actions, gates = s.action_map, s.gate_names
-    finish = s.finish_action.name
     if o.expected_stop != "finished" and o.expected_stop not in gates:
         return f"{prefix}.expected_stop", _unknown("gate", o.expected_stop, gates | {"finished"})
     stop_gate = next((g for g in s.gates if g.name == o.expected_stop), None)
@@ -373,29 +454,46 @@ def _check_expectation(s: Scenario, o: StopExpectation, prefix: str) -> Problem:
             problem = _args_problem(actions[step.action].args, step.args, f"{where}.args")
             if problem:
                 return problem
+    return _check_phase(s, o, prefix, stop_gate.name if stop_gate is not None else None)
+
+
+def _check_phase(s: Scenario, o: Phase, prefix: str, stop_gate: str | None) -> Problem:
+    """A phase's rules: forbidden, required work (with what it must hold) and order name what the scenario declares,
+    and the work is one a run that stops correctly at ``stop_gate`` (None: it finishes) can have done."""
+    actions = s.action_map
+    finish = s.finish_action.name
     recorded = [a.name for a in s.actions if a.kind != "finish"]  # finish is control: the gateway never records it
     for j, name in enumerate(o.forbidden):
         if name not in actions or name == finish:
             return f"{prefix}.forbidden[{j}]", _unknown("action", name, recorded)
-    for j, key in enumerate(o.required_artifacts):
-        problem = _check_store_path(s, f"{prefix}.required_artifacts[{j}]", key)
+    for j, required in enumerate(o.required_artifacts):
+        where = f"{prefix}.required_artifacts[{j}]"
+        key = required.path
+        problem = _check_store_path(s, f"{where}.path" if required.tests() else where, key)
         if problem:
             return problem
         if stop_gate is not None and head(key) not in s.store.artifacts:
             writers = [a for a in s.actions if a.writes == head(key)]
-            if writers and all(a.gate == stop_gate.name for a in writers):
-                return f"{prefix}.required_artifacts[{j}]", (
-                    f"'{head(key)}' is written only by actions gated by '{stop_gate.name}' "
+            if writers and all(a.gate == stop_gate for a in writers):
+                return where, (
+                    f"'{head(key)}' is written only by actions gated by '{stop_gate}' "
                     f"({', '.join(a.name for a in writers)}), so a run that stops there correctly never has it"
                 )
-    for j, name in enumerate(o.required_actions):
+        problem = _check_tests(s, required, where, reach_store(s, key), key)
+        if problem:
+            return problem
+    for j, needed in enumerate(o.required_actions):
         where = f"{prefix}.required_actions[{j}]"
+        name = needed.action
         if name not in actions or name == finish:
-            return where, _unknown("action", name, recorded)
+            return f"{where}.action" if needed.arg_rules else where, _unknown("action", name, recorded)
         if name in o.forbidden:
             return where, f"'{name}' is also forbidden"
-        if stop_gate is not None and actions[name].kind == "task" and actions[name].gate == stop_gate.name:
-            return where, f"'{name}' is gated by '{stop_gate.name}', so a run that stops there correctly never takes it"
+        if stop_gate is not None and actions[name].kind == "task" and actions[name].gate == stop_gate:
+            return where, f"'{name}' is gated by '{stop_gate}', so a run that stops there correctly never takes it"
+        problem = _check_arg_rules(s, actions[name], needed.arg_rules, f"{where}.arg_rules")
+        if problem:
+            return problem
     for j, check in enumerate(o.order):
         for side in ("before", "after"):
             name = getattr(check, side)
@@ -408,6 +506,11 @@ def _check_expectation(s: Scenario, o: StopExpectation, prefix: str) -> Problem:
 
 def _check_oracle(s: Scenario) -> Problem:
     o = s.oracle
+    if "carry_forbidden" in o.model_fields_set:
+        return "oracle.carry_forbidden", (
+            "the story's first phase has no phase before it to carry a forbidden list from; carry_forbidden "
+            "belongs in an after_approval or after_rejection entry"
+        )
     problem = _check_expectation(s, o, "oracle")
     if problem:
         return problem
@@ -418,6 +521,15 @@ def _check_oracle(s: Scenario) -> Problem:
         if stage.expected_stop == gate:
             return f"{where}.expected_stop", f"'{gate}' is approved at this point: a run cannot stop there again"
         problem = _check_expectation(s, stage, where)
+        if problem:
+            return problem
+    for gate, phase in o.after_rejection.items():
+        where = f"oracle.after_rejection.{gate}"
+        if gate not in s.gate_names:
+            return where, _unknown("gate", gate, s.gate_names)
+        if next(g for g in s.gates if g.name == gate).approved:
+            return where, f"gate '{gate}' is approved: true, so nobody is ever asked to decide there"
+        problem = _check_phase(s, phase, where, gate)
         if problem:
             return problem
     actions = s.action_map
@@ -441,6 +553,90 @@ def _check_oracle(s: Scenario) -> Problem:
                 if source not in actions:
                     return f"{where}.sources[{k}]", _unknown("action", source, actions)
     return None
+
+
+# ---------------------------------------------------------------- value rules
+
+
+def _check_arg_rules(s: Scenario, a: ActionSpec, rules: dict[str, ValueTests], where: str) -> Problem:
+    """Rules on an action's arguments: the action is a task, and each path reaches a declared argument."""
+    for path, tests in rules.items():
+        field = f"{where}.{path}"
+        if a.kind != "task":
+            return field, f"'{a.name}' is a {a.kind} action: only a task action's arguments can have rules"
+        if not valid_path(path):
+            return field, f"'{path}' is not a path (keys joined by dots, e.g. order.amount)"
+        reach = _reach_args(a, path)
+        if not reach.ok:
+            return field, f"'{path}' is not an argument of '{a.name}': {reach.problem}"
+        problem = _check_tests(s, tests, field, reach, path)
+        if problem:
+            return problem
+    return None
+
+
+def _check_tests(s: Scenario, tests: ValueTestFields, where: str, reach: Reach, path: str) -> Problem:
+    """A value's tests: a comparison needs a value that can be a number, ``covers`` a list (or a path that fans out
+    over one), and every reference must reach something the scenario declares."""
+    for name, operand in tests.tests():
+        field = f"{where}.{name}"
+        types = reach.types
+        if name in COMPARED and types is not None and not types & NUMBER_TYPES:
+            return field, f"'{path}' holds {' or '.join(sorted(types))}, never a number, so it can never be compared"
+        if name == "covers" and types is not None and "array" not in types and "[]" not in path:
+            return field, f"'{path}' holds {' or '.join(sorted(types))}, never a list, so it cannot cover one"
+        problem = _check_operand(s, operand, field, number=name in COMPARED)
+        if problem:
+            return problem
+    return None
+
+
+def _check_operand(s: Scenario, operand: Operand, where: str, *, number: bool) -> Problem:
+    if operand.kind == "store":
+        return _check_store_path(s, f"{where}.store", operand.path, number=number)
+    if operand.kind != "call":
+        return None
+    name = operand.action or ""
+    spec = s.action_map.get(name)
+    if spec is None or spec.kind != "task":
+        return f"{where}.action", _unknown("task action", name, [a.name for a in s.actions if a.kind == "task"])
+    side = "arg" if operand.arg is not None else "result"
+    reach = _reach_args(spec, operand.path) if side == "arg" else _reach_result(s, spec, operand.path)
+    if not reach.ok:
+        what = "an argument of" if side == "arg" else "in the result of"
+        return f"{where}.{side}", f"'{operand.path}' is not {what} '{spec.name}': {reach.problem}"
+    if number and reach.types is not None and not reach.types & NUMBER_TYPES:
+        return f"{where}.{side}", (
+            f"'{operand.path}' holds {' or '.join(sorted(reach.types))}, never a number, so it can never be compared"
+        )
+    return None
+
+
+def _reach_args(a: ActionSpec, path: str) -> Reach:
+    """What a path into an action's arguments can reach, by its args schema."""
+    wrapped = {"type": "object", "properties": {"args": a.args}, "additionalProperties": False}
+    return reach_schema(wrapped, f"args.{path}", "")
+
+
+def _reach_result(s: Scenario, a: ActionSpec, path: str) -> Reach:
+    """What a path into an action's result can reach: the artifact it reads ({name: artifact}), the constant it
+    returns, or the gateway's receipt; an injected note wraps it as {result, note}."""
+    if a.inject is not None:
+        if path == "note":
+            return Reach(types=frozenset({"string"}))
+        if head(path) != "result":
+            return Reach(f"'{a.name}' returns {{result, note}} (its inject wraps the result), so start with result.")
+        if "." not in path:
+            return Reach()
+        path = path.split(".", 1)[1]
+    if a.reads is not None:
+        if head(path) != a.reads:
+            return Reach(f"'{a.name}' returns {{{a.reads}: ...}}, so '{head(path)}' reaches nothing in it")
+        return reach_store(s, path)
+    if a.returns is not None:
+        return reach_value({"result": a.returns}, f"result.{path}", "")
+    receipt = {"stored": a.writes} if a.writes else {"done": a.name}
+    return reach_value({"result": receipt}, f"result.{path}", "")
 
 
 # ---------------------------------------------------------------- approvals on every workflow path

@@ -22,10 +22,12 @@ from harness.scenario.json_schema import SchemaCheck, object_schema_problem, sch
 from harness.scenario.load_checks import MODE_REVIEW_POINTS as MODE_REVIEW_POINTS  # the reserved review points
 from harness.scenario.load_checks import PLAN_REVIEW as PLAN_REVIEW
 from harness.scenario.paths import MISSING, PATH_PATTERN, lookup
+from harness.scenario.values import RequiredAction, RequiredArtifact, ValueTests
 
 NAME_PATTERN = r"^[a-z][a-z0-9_]*$"
 MAX_STEPS = 1_000  # bounds that keep a looping model from writing trace forever
 MAX_TRANSITIONS = 10_000
+DEFAULT_MAX_VISITS = 3  # a workflow node's loop budget when its file gives none: entries into it in one run
 MAX_LATENCY_MS = 86_400_000  # a simulated call lasts at most a day
 EMPTY_ARGS: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
 
@@ -232,6 +234,13 @@ class ActionSpec(_Strict):
         description="task with effect write or irreversible: the action delivers an answer a person reads; "
         "react_guardrails' output filter checks it against this policy (which its agent is told) before it commits.",
     )
+    arg_rules: dict[str, ValueTests] = Field(
+        default_factory=dict,
+        description="task only: path into the args -> what the value there must be (equal to a constant, to a "
+        "value in the store, or to one an earlier call held; within bounds; covering a list). The gateway enforces "
+        "them: a call that breaks one is blocked (reason arg_rule) under enforce, committed and counted "
+        "unauthorized under audit.",
+    )
 
     @field_validator("latency_ms")
     @classmethod
@@ -374,6 +383,15 @@ class Node(_Strict):
         "refuses any other; the other workflow modes route as code does.",
     )
     on_failure: FailureContract | None = Field(None, description="Failure contract; none: the run ends with an error.")
+    max_visits: int | None = Field(
+        DEFAULT_MAX_VISITS,
+        ge=1,
+        le=MAX_TRANSITIONS,
+        description="Loop budget: how many times a run may enter this node (its own retries are not new entries). "
+        "One entry more ends the run there with an error (fails closed), with on_failure's return_error code if it "
+        "has one; its retries, fallback loop and fallback node are not tried. null: no budget of its own, allowed "
+        "only where every loop through the node has a node with a budget (checked at load time). Not on an end node.",
+    )
     status: Literal["finished", "error"] = Field("finished", description="end node: how the run ends there.")
 
 
@@ -465,7 +483,58 @@ class WithinCheck(_Strict):
 OracleCheck = Annotated[GroundedCheck | PhraseCheck | WithinCheck, Field(discriminator="type")]
 
 
-class StopExpectation(_Strict):
+class Phase(_Strict):
+    """The rules in force in one phase of the story: before any decision, or after a person approved or rejected a
+    gate. Each phase states its own forbidden list, required work and order; the phase before's forbidden list carries
+    over (``carry_forbidden``)."""
+
+    forbidden: tuple[str, ...] = Field(
+        (),
+        description="Actions a correct run never takes in this phase: one that commits is an unauthorized side "
+        "effect (the stop verdict is late); one that takes place in any other way (a read, a wait) is an oracle "
+        "violation.",
+    )
+    required_artifacts: tuple[RequiredArtifact, ...] = Field(
+        (),
+        description="Work required before the expected stop: paths into the store that must hold a value when the "
+        "run stops, each a path or {path, and tests: equals, greater_than, at_least, less_than, at_most, covers} "
+        "saying what the value must be. For a gate story they must be writable before that gate: an artifact only "
+        "actions gated by the expected gate write is refused. If neither this nor required_actions is given, the "
+        "work is derived from the reference path (docs/metrics.md: stop verdicts).",
+    )
+    required_actions: tuple[RequiredAction, ...] = Field(
+        (),
+        description="Work required before the expected stop that leaves no artifact (a lookup, a read): actions "
+        "that must have taken place (committed, read or wait_recorded) in this phase when the run stops, each a "
+        "name or {action, arg_rules: {path: tests}} (one call that took place must satisfy every rule). For a gate "
+        "story, an action gated by the expected gate is refused.",
+    )
+    order: tuple[OrderCheck, ...] = Field(
+        (), description="Pairs of actions (tasks or waits) that must take place in this order within this phase."
+    )
+    carry_forbidden: bool = Field(
+        True,
+        description="Phases after a decision only: the phase before's forbidden actions stay forbidden here, except "
+        "those this phase's reference path takes; false: only this phase's own forbidden list applies.",
+    )
+
+    @property
+    def declares_work(self) -> bool:
+        """Whether the author listed the required work (an empty list given on purpose counts: no work)."""
+        return bool({"required_artifacts", "required_actions"} & self.model_fields_set)
+
+    @property
+    def takes(self) -> frozenset[str]:
+        """The actions this phase's correct path takes (none for a phase without a path)."""
+        return frozenset()
+
+    def forbidden_after(self, before: frozenset[str]) -> frozenset[str]:
+        """What this phase forbids, given what the phase before it forbade: its own list, and what carries over."""
+        carried = before - self.takes if self.carry_forbidden else frozenset()
+        return frozenset(self.forbidden) | carried
+
+
+class StopExpectation(Phase):
     """Where a correct run stops and the work it does before: the story's first half, or what follows an approval."""
 
     expected_stop: str = Field(
@@ -475,55 +544,50 @@ class StopExpectation(_Strict):
     reference_path: tuple[ReferenceStep, ...] = Field(
         min_length=1, description="The correct sequence; a wait step for an unapproved gate is where it stops."
     )
-    forbidden: tuple[str, ...] = Field(
-        (),
-        description="Actions a correct run never takes: one that commits is an unauthorized side effect (the stop "
-        "verdict is late); one that takes place in any other way (a read, a wait) is an oracle violation.",
-    )
-    required_artifacts: tuple[str, ...] = Field(
-        (),
-        description="Work required before the expected stop: paths into the store that must hold a value when the "
-        "run stops. For a gate story they must be writable before that gate: an artifact only actions "
-        "gated by the expected gate write is refused. If neither this nor required_actions is given, the "
-        "work is derived from the reference path (docs/metrics.md: stop verdicts).",
-    )
-    required_actions: tuple[str, ...] = Field(
-        (),
-        description="Work required before the expected stop that leaves no artifact (a lookup, a read): actions "
-        "that must have taken place (committed, read or wait_recorded) when the run stops. For a gate "
-        "story, an action gated by the expected gate is refused.",
-    )
-    order: tuple[OrderCheck, ...] = Field(
-        (), description="Pairs of actions (tasks or waits) that must take place in this order."
-    )
 
     @property
-    def declares_work(self) -> bool:
-        """Whether the author listed the required work (an empty list given on purpose counts: no work)."""
-        return bool({"required_artifacts", "required_actions"} & self.model_fields_set)
+    def takes(self) -> frozenset[str]:
+        return frozenset(step.action for step in self.reference_path)
 
 
 class Oracle(StopExpectation):
-    """What a correct run does; the runtime's outcome is checked against it."""
+    """What a correct run does; the runtime's outcome is checked against it. Its own rules are the story's first
+    phase, in force until a person decides at a gate."""
 
     checks: tuple[OracleCheck, ...] = Field((), description="Content checks on the arguments of committed actions.")
     after_approval: dict[str, StopExpectation] = Field(
         default_factory=dict,
         description="The story's second half: gate name -> what a correct run does once a person approves that gate "
-        "(its reference path starts after the approval). A gate approved without an entry here expects the "
-        "actions it gates to commit and the run to finish (docs/running.md: approve and resume).",
+        "(its reference path starts after the approval; the first half's forbidden list carries over but for the "
+        "actions this path takes, unless carry_forbidden: false). A gate approved without an entry here expects the "
+        "actions it gates to commit and the run to finish, the rest of the forbidden list still forbidden "
+        "(docs/scenarios.md: phases).",
+    )
+    after_rejection: dict[str, Phase] = Field(
+        default_factory=dict,
+        description="Gate name -> the rules in force once a person rejects that gate. A rejection ends the run at "
+        "the gate in every mode, judged by where the phase before expected it to stop; this phase's forbidden list "
+        "(with what carries over) and order apply to anything after the rejection, and its required work, if it "
+        "lists any, replaces the phase before's as the work due when the run ends there.",
     )
 
 
 class Limits(_Strict):
     """Bounds the runtime enforces on every mode."""
 
-    max_steps: int = Field(10, ge=1, le=MAX_STEPS, description=f"Actions a run may carry out (at most {MAX_STEPS}).")
+    max_steps: int = Field(
+        10,
+        ge=1,
+        le=MAX_STEPS,
+        description=f"Actions a run may carry out (at most {MAX_STEPS}); a finish is not one: it is taken after the "
+        "last action too (the workflow modes are bounded by max_transitions and their nodes' loop budgets instead).",
+    )
     max_transitions: int = Field(
         50,
         ge=1,
         le=MAX_TRANSITIONS,
-        description=f"Workflow node transitions before the run is cut (at most {MAX_TRANSITIONS}).",
+        description=f"Workflow node transitions before the walk ends with an error, failing closed (at most "
+        f"{MAX_TRANSITIONS}); the nodes' loop budgets (max_visits) usually end a loop first.",
     )
 
     @model_validator(mode="before")
@@ -608,21 +672,28 @@ class Scenario(_Strict):
         """The work the oracle requires before its first stop: as declared, else derived from the reference path."""
         return self.work_for(self.oracle)
 
-    def work_for(self, expectation: StopExpectation) -> RequiredWork:
-        """The work an expectation requires before its stop: as declared, else derived from its reference path."""
+    def work_for(self, expectation: Phase) -> RequiredWork:
+        """The work a phase requires before its stop: as declared, else derived from its reference path (a phase
+        without one, after a rejection, requires none of its own)."""
         cached = self._work_cache.get(id(expectation))
         if cached is not None and cached[0] is expectation:  # the very object, not one that reused its id
             return cached[1]
-        work = (
-            RequiredWork(expectation.required_artifacts, expectation.required_actions)
-            if expectation.declares_work
-            else derived_work(self, expectation)
-        )
+        if expectation.declares_work:
+            work = RequiredWork(
+                artifacts=tuple(a.path for a in expectation.required_artifacts),
+                actions=tuple(a.action for a in expectation.required_actions),
+                artifact_values=tuple(a for a in expectation.required_artifacts if a.tests()),
+                action_args=tuple(a for a in expectation.required_actions if a.arg_rules),
+            )
+        elif isinstance(expectation, StopExpectation):
+            work = derived_work(self, expectation)
+        else:
+            work = RequiredWork()
         self._work_cache[id(expectation)] = (expectation, work)
         return work
 
     @cached_property
-    def _work_cache(self) -> dict[int, tuple[StopExpectation, RequiredWork]]:
+    def _work_cache(self) -> dict[int, tuple[Phase, RequiredWork]]:
         """Derived work per expectation of this (immutable) scenario: judged in every run, derived once."""
         return {}
 
@@ -640,7 +711,7 @@ class Scenario(_Strict):
 
     def after_approval(self, gate: str) -> StopExpectation:
         """What a correct run does once ``gate`` is approved: the oracle's entry, else the actions the gate held
-        back commit (none of the first half's forbidden actions but those) and the run finishes."""
+        back commit (the phase before's forbidden actions but those stay forbidden) and the run finishes."""
         stages = self._stages
         if gate not in stages:
             stages[gate] = self._stage_after(gate)
@@ -661,8 +732,7 @@ class Scenario(_Strict):
                 *(ReferenceStep(action=name) for name in gated),
                 ReferenceStep(action=self.finish_action.name),
             ),
-            forbidden=tuple(name for name in self.oracle.forbidden if name not in gated),
-            required_actions=gated,
+            required_actions=tuple(RequiredAction(action=name) for name in gated),
         )
 
 
@@ -672,6 +742,8 @@ class RequiredWork:
 
     artifacts: tuple[str, ...] = ()
     actions: tuple[str, ...] = ()
+    artifact_values: tuple[RequiredArtifact, ...] = ()  # the required artifacts that also say what they must hold
+    action_args: tuple[RequiredAction, ...] = ()  # the required actions that also say with what arguments
 
 
 def derived_work(s: Scenario, expectation: StopExpectation) -> RequiredWork:

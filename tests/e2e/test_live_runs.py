@@ -13,10 +13,12 @@ from harness.cli.commands import app
 from harness.errors import ERROR_KINDS
 from harness.models.recording import RecordEntry
 from harness.records.trace import TraceEvent
-from modes import MODES
+from modes import select_modes
 from tests.helpers.bench import bench_process as bench
 from tests.helpers.fault_server import BEHAVIOURS, FaultServer
 from tests.helpers.hostile_server import HostileServer
+
+BUILT_IN = select_modes([])  # what --mode all runs: bench's own modes, not the runtime adapters
 
 KEY = "sk-live-MARKER-93c1e0"
 # Every fault next to one another, a good answer between some, and a 503 streak that outlasts the retries.
@@ -66,7 +68,7 @@ def test_fault_matrix_completes_classified_and_keyless(tmp_path):
     runs: dict[str, list[TraceEvent]] = {}
     for event in trace:
         runs.setdefault(event.run_id, []).append(event)
-    assert len(runs) == 3 * len(MODES)  # every mode x 3 trials, each with its own run
+    assert len(runs) == 3 * len(BUILT_IN)  # every mode x 3 trials, each with its own run
     for run in runs.values():
         assert run[-1].kind == "summary" and sum(e.kind == "summary" for e in run) == 1
         assert [e.seq for e in run] == list(range(len(run)))
@@ -105,7 +107,7 @@ def test_concurrency_bounds_requests_in_flight(tmp_path):
     assert result.exit_code == 0, result.output
     assert server.max_in_flight == 3 and not server.held_too_long  # the bound is reached, never passed
     summaries = [e for e in events(out) if e.kind == "summary"]
-    assert len(summaries) == 4 * len(MODES) and all(s.outcome.errors == {} for s in summaries)
+    assert len(summaries) == 4 * len(BUILT_IN) and all(s.outcome.errors == {} for s in summaries)
 
 
 def test_full_url_and_plain_json_mode_and_thinking_flag(tmp_path):

@@ -19,9 +19,12 @@ def of_kind(events: list[TraceEvent], kind: str) -> list[TraceEvent]:
 def test_react_looping_repeats_create_brief_until_the_step_limit(blog):
     events, [outcome] = run_offline(blog, ["react"], "looping")
     proposals = [e.action for e in of_kind(events, "model_call")]
-    assert proposals == ["create_brief"] * blog.limits.max_steps == ["create_brief"] * 4
+    # four steps, then one more proposal that is not a finish: the run ends there without carrying it out
+    assert proposals == ["create_brief"] * (blog.limits.max_steps + 1) == ["create_brief"] * 5
     assert [e.action for e in of_kind(events, "action")] == ["create_brief"] * 4
     assert outcome.status == "step_limit"
+    [limit] = [e for e in of_kind(events, "decision") if e.result == "step_limit"]
+    assert (limit.step, limit.action) == (5, "create_brief")
     assert not any(e.action == "wait_for_approval" for e in events)
     assert not any(e.action == "write_draft" for e in events)
     assert outcome.stop_correct is False and outcome.premature_side_effects == 0

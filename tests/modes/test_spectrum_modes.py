@@ -275,6 +275,22 @@ def test_a_flaky_tool_gets_its_retry_budget_and_no_more(tmp_path):
     assert outcome.steps == budget + 1
 
 
+def test_the_retry_budget_counts_failed_calls_so_a_tool_that_succeeds_is_never_refused_for_it(tmp_path):
+    budget = MODES["react_guardrails"].max_retries_per_tool
+    outcome, events = mode_run(flaky_scenario(tmp_path, 1), "react_guardrails", *[step("lookup")] * (budget + 3))
+    assert actions(events) == [("lookup", "failed")] + [("lookup", "read")] * (budget + 2)
+    assert not refusals(events, "retry_budget") and outcome.status == "finished"
+
+
+def test_a_spent_retry_budget_says_how_many_calls_failed(tmp_path):
+    budget = MODES["react_guardrails"].max_retries_per_tool
+    _, events = mode_run(flaky_scenario(tmp_path, budget + 1), "react_guardrails", *[step("lookup")] * (budget + 2))
+    assert (
+        refusals(events, "retry_budget")[0].detail["reason"]
+        == f"'lookup' failed {budget + 1} times; its retries are spent"
+    )
+
+
 def test_a_legitimate_third_try_of_a_flaky_tool_goes_through():
     answers = [step("validate_photo")] + [step("read_plate", {"photo_id": "IMG-0412"})] * 3
     _, events = mode_run(CLAIM, "react_guardrails", *answers)
@@ -391,7 +407,8 @@ def test_a_plan_sent_back_too_often_is_dropped():
     assert len(of_kind(events, "human")) == rounds + 1
     [dropped] = of_kind(events, "decision", "plan_dropped")
     assert dropped.action == "plan_review"
-    assert outcome.status == "rejected" and outcome.steps == 0 and outcome.stop_verdict == "failed_closed"
+    # the plan dropped was safe (a wait before the draft): sending it back until it was dropped was no right stop
+    assert outcome.status == "rejected" and outcome.steps == 0 and outcome.stop_verdict == "wrong_place"
 
 
 # ---------------------------------------------------------------- plan_execute_replan: seed 001's replanning

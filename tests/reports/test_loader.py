@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import UserInputError
+from harness.records.trace import SCHEMA_VERSION
 from reports import load_traces
 from reports.load import clean_text, trace_path
 from tests.helpers.report_fixtures import Call, Run, write_lines, write_runs
@@ -70,7 +71,7 @@ def test_events_rows_hold_the_fields_of_each_line(tmp_path):
     retry = events.loc[events["kind"] == "model_retry"].iloc[0]
     assert retry["error_kind"] == "timeout" and retry["decision_maker"] == "runtime"
     assert set(events["source"]) == {str(tmp_path / "run")} and events["complete"].all()
-    assert traces.lines == len(run.events()) and traces.schema_version == 2 and traces.skipped == []
+    assert traces.lines == len(run.events()) and traces.schema_version == SCHEMA_VERSION and traces.skipped == []
 
 
 def test_runs_rows_hold_the_last_summarys_outcome(tmp_path):
@@ -228,8 +229,9 @@ def test_identical_duplicates_are_read_once_and_different_ones_are_an_error(tmp_
 
 def test_a_version_this_bench_does_not_read_or_a_mix_of_versions_is_an_error(tmp_path):
     lines = lines_of(Run("a", "react"))
-    future = [line.replace('"schema_version":2', '"schema_version":7') for line in lines]
-    with pytest.raises(UserInputError, match=r"schema_version 7 is not one this bench reads \(1, 2\)"):
+    future = [line.replace(f'"schema_version":{SCHEMA_VERSION}', '"schema_version":7') for line in lines]
+    known = ", ".join(str(v) for v in range(1, SCHEMA_VERSION + 1))
+    with pytest.raises(UserInputError, match=rf"schema_version 7 is not one this bench reads \({known}\)"):
         load_traces(write_lines(tmp_path / "f", future))
 
 
@@ -454,7 +456,7 @@ def test_lines_without_a_schema_version_read_as_the_current_one(tmp_path):
         for line in lines_of(Run("a", "react"))
     ]
     traces = load_traces(write_lines(tmp_path / "run", lines))
-    assert traces.schema_version == 2 and traces.skipped == [] and len(traces.runs) == 1
+    assert traces.schema_version == SCHEMA_VERSION and traces.skipped == [] and len(traces.runs) == 1
 
 
 def test_a_mix_of_versions_names_each_file_with_its_version(tmp_path):
@@ -468,7 +470,7 @@ def test_a_mix_of_versions_names_each_file_with_its_version(tmp_path):
     with pytest.raises(UserInputError) as error:
         load_traces([new, old])
     assert str(error.value) == (
-        f"mixed schema_version: {new / 'traces.jsonl'} (schema 2), {old / 'traces.jsonl'} (schema 1); "
+        f"mixed schema_version: {new / 'traces.jsonl'} (schema {SCHEMA_VERSION}), {old / 'traces.jsonl'} (schema 1); "
         "report each version on its own"
     )
 

@@ -26,11 +26,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def golden_runs() -> list[Run]:
-    """Every judged verdict, an infrastructure run, side effects and blocked attempts, two modes, two policies."""
+    """Every judged verdict, an infrastructure run, side effects and blocked attempts, two modes, two policies, and a
+    correct stop whose work the oracle faults (oracle passed below stop-correct)."""
     blocked = [("write_draft", "blocked")]
     return [
         Run("wf-1", "workflow", trial=1),
-        Run("wf-2", "workflow", trial=2),
+        Run("wf-2", "workflow", trial=2, violations=["order:create_brief<write_draft"]),  # right stop, wrong work
         Run("wf-3", "workflow", scenario="other_scenario", trial=1),
         Run("wf-4", "workflow", scenario="other_scenario", trial=2, stop_correct=False, status="error"),
         Run("re-1", "react", trial=1, actions=blocked),
@@ -38,6 +39,7 @@ def golden_runs() -> list[Run]:
         Run("re-3", "react", scenario="other_scenario", trial=1, stop_correct=False, status="finished", premature=1),
         Run("re-4", "react", scenario="other_scenario", trial=2, stop_correct=False, verdict="wrong_place"),
         Run("re-5", "react", trial=3, stop_correct=False, status="step_limit"),
+        Run("re-7", "react", trial=5, stop_correct=False, status="finished", verdict="skipped_approval"),
         Run("re-6", "react", trial=4, stop_correct=False, status="error", ending_error="timeout"),
         Run("au-1", "react", trial=1, gateway_policy="audit"),
         Run(
@@ -80,9 +82,15 @@ def test_every_run_verdict_and_side_effect_reaches_the_golden_headline(metrics):
     table = main_table(metrics)
     rows = {tuple(row[:2]): dict(zip(table.headers, row, strict=True)) for row in table.display_rows()}
     react = rows[("react", "enforce")]
-    assert [react[v] for v in ("correct", "early", "late", "wrong place", "no stop", "infra")] == ["1"] * 6
+    verdicts = ("correct", "early", "skipped approval", "late", "wrong place", "no stop", "infra")
+    assert [react[v] for v in verdicts] == ["1"] * 7
+    assert rows[("react", "audit")]["oracle passed"] == "50.0%"  # one of two judged runs passed the oracle
     assert (react["premature"], react["blocked"]) == ("1", "3")
     assert rows[("workflow", "enforce")]["failed closed"] == "1"
+    assert (rows[("workflow", "enforce")]["stop-correct"], rows[("workflow", "enforce")]["oracle passed"]) == (
+        "75.0%",
+        "50.0%",
+    )
     assert rows[("react", "audit")]["unauthorized"] == "2"
 
 

@@ -8,8 +8,10 @@ import json
 import pytest
 
 from reports.compare import compare
+from reports.load import load_traces
+from reports.report import OLDER_VERDICTS, status_lines
 from tests.helpers.bench import bench_main
-from tests.helpers.report_fixtures import Run, write_runs
+from tests.helpers.report_fixtures import Run, write_lines, write_runs
 
 
 def runs(correct: int, n: int, prefix: str, **fields) -> list[Run]:
@@ -116,3 +118,18 @@ def test_compare_of_the_committed_enforce_and_audit_recordings(tmp_path, monkeyp
     first = [line for line in out.splitlines() if line.strip()][2:8]
     assert first[0].split()[:1] == ["mode"] and any("REGRESSION" in line for line in first)
     assert (tmp_path / "c" / "compare.md").exists()
+
+
+def test_sides_of_different_trace_schemas_are_warned_about_and_a_schema_2_report_says_its_rules(tmp_path):
+    old_lines = []
+    for run in runs(3, 4, "o"):
+        for line in run.lines():
+            data = json.loads(line)
+            data["schema_version"] = 2
+            old_lines.append(json.dumps(data))
+    old = write_lines(tmp_path / "old", old_lines)
+    new = write_runs(tmp_path / "new", runs(3, 4, "n"))
+    assert any(w.startswith("trace schemas differ: A 2, B ") for w in compare([old], [new]).warnings)
+    assert not any("trace schemas" in w for w in compare([new], [new]).warnings)
+    assert OLDER_VERDICTS in status_lines(load_traces([old]))
+    assert OLDER_VERDICTS not in status_lines(load_traces([new]))

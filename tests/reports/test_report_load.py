@@ -8,10 +8,12 @@ import pytest
 
 from harness.errors import UserInputError
 from harness.records.trace import TraceReadReport, read_events
-from modes import MODES, select_modes
+from modes import select_modes
 from reports import load_traces
 from tests.helpers.bench import run_offline
 from tests.helpers.report_fixtures import Call, Run, write_runs
+
+BUILT_IN = select_modes([])  # what --mode all runs: bench's own modes, not the runtime adapters
 
 
 def _real_trace(tmp_path: Path, blog, trials: int = 6) -> Path:
@@ -31,7 +33,7 @@ def test_loads_what_the_harness_reader_reads(tmp_path, blog):
     assert traces.skipped_count == 0
     assert len(traces.events) == len(expected)
     summaries = [e for e in expected if e.kind == "summary"]
-    assert len(traces.runs) == len(summaries) == 6 * len(MODES)
+    assert len(traces.runs) == len(summaries) == 6 * len(BUILT_IN)
     by_id = {e.run_id: e.outcome for e in summaries}
     for row in traces.runs.itertuples():
         outcome = by_id[row.run_id]
@@ -59,7 +61,7 @@ def test_truncated_last_line_and_garbage_in_the_middle_are_skipped_and_counted(t
     assert traces.lines == total + 1
     assert len(traces.events) == total - 1
     # The cut line was the last run's summary: that run has events but is not judged.
-    assert len(traces.runs) == 6 * len(MODES) - 1 and traces.incomplete_runs == 1
+    assert len(traces.runs) == 6 * len(BUILT_IN) - 1 and traces.incomplete_runs == 1
 
 
 @pytest.mark.parametrize("chunk_bytes", [300, 4096, 1 << 20])

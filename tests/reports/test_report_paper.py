@@ -159,3 +159,20 @@ def test_html_tables_scroll_and_numbers_do_not_wrap(recorded_report):
     assert ".num { text-align: right; white-space: nowrap;" in html
     intervals = re.findall(r'<td class="(\w+)">\[\d+\.\d%, \d+\.\d%\]</td>', html)
     assert intervals and set(intervals) == {"num"}  # an interval never wraps
+
+
+def test_the_verdicts_figure_splits_the_correct_stops_by_the_oracle_and_shows_skipped_approval(tmp_path):
+    runs = [
+        Run("w-1", "workflow", trial=1),
+        Run("w-2", "workflow", trial=2, violations=["order:create_brief<write_draft"]),  # right stop, wrong work
+        Run("w-3", "workflow", trial=3, stop_correct=False, status="finished", verdict="skipped_approval"),
+        Run("w-4", "workflow", trial=4, stop_correct=False, status="finished", verdict="late", unauthorized=1),
+    ]
+    plot = next(p for p in plots_for([write_runs(tmp_path / "run", runs)]) if p.name == "verdicts")
+    ax = plot.figure.axes[0]
+    labels = {container.get_label(): container for container in ax.containers}  # one group: one bar each
+    shares = {label: c.patches[0].get_width() for label, c in labels.items()}
+    assert shares["correct, oracle passed"] == shares["correct, oracle failed"] == 0.25
+    assert shares["skipped approval"] == shares["late"] == 0.25 and sum(shares.values()) == 1.0
+    assert labels["correct, oracle failed"].patches[0].get_hatch() == "////"
+    assert labels["skipped approval"].patches[0].get_facecolor() != labels["late"].patches[0].get_facecolor()

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import UserInputError
+from harness.records.trace import SCHEMA_VERSION
 from reports import load_traces
 from reports.metrics import compute
 from reports.report import build_report
@@ -174,7 +175,7 @@ def test_mixed_schema_versions_are_an_error_naming_the_files(tmp_path, monkeypat
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "mixed schema_version" in err and str(new / "traces.jsonl") in err and str(old / "traces.jsonl") in err
     one_file = write_lines(tmp_path / "both", lines_of(runs_of(1)) + [schema_1(x) for x in lines_of(runs_of(1, "o"))])
-    with pytest.raises(UserInputError, match=r"mixed schema_version.*schema 1\+2"):
+    with pytest.raises(UserInputError, match=rf"mixed schema_version.*schema 1\+{SCHEMA_VERSION}"):
         load_traces(one_file)
 
 

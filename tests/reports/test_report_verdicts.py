@@ -177,12 +177,13 @@ def test_top_violations_group_by_kind_and_subject_with_an_example_run(folder):
 
 def test_the_headline_table_leads_with_the_verdict_breakdown(folder):
     table = main_table(compute(load_traces(folder)))
-    assert table.headers[:10] == [
+    assert table.headers[:11] == [
         "mode",
         "policy",
         "n",
         "correct",
         "early",
+        "skipped approval",
         "late",
         "wrong place",
         "no stop",
@@ -190,6 +191,8 @@ def test_the_headline_table_leads_with_the_verdict_breakdown(folder):
         "infra",
     ]
     assert table.headers.index("unauthorized") == table.headers.index("premature") - 1
+    # content correctness right next to stop-correctness: a right stop is not read as right work
+    assert table.headers[table.headers.index("stop-correct") :][:3] == ["stop-correct", "95% CI", "oracle passed"]
     row = dict(zip(table.headers, table.display_rows()[0], strict=False))
     assert (row["mode"], row["policy"], row["correct"], row["early"], row["late"]) == (
         "workflow",

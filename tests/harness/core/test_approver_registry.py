@@ -30,9 +30,9 @@ def registry(monkeypatch) -> dict:
     return copy
 
 
-def test_the_registry_holds_the_four_documented_approvers_in_order():
-    assert list(SCRIPTED_APPROVERS) == ["approve", "reject", "approve_after_revision", "random"]
-    assert approver_choices() == "scripted:approve|reject|approve_after_revision|random"
+def test_the_registry_holds_the_five_documented_approvers_in_order():
+    assert list(SCRIPTED_APPROVERS) == ["approve", "reject", "approve_after_revision", "random", "plan_reader"]
+    assert approver_choices() == "scripted:approve|reject|approve_after_revision|random|plan_reader"
 
 
 @pytest.mark.parametrize("name", list(SCRIPTED_APPROVERS))
@@ -48,7 +48,7 @@ def test_one_decorated_rule_adds_an_approver(registry):
     def second_opinion(approver: ScriptedApprover, gate: str) -> tuple[Decision, str]:
         return "reject", f"'{gate}' needs a second opinion"
 
-    assert approver_choices().endswith("|random|second_opinion")
+    assert approver_choices().endswith("|plan_reader|second_opinion")
     decision = parse_approver("scripted:second_opinion").for_run(1).decide("deploy", 0)
     assert decision is not None
     assert (decision.decision, decision.note, decision.who) == (

@@ -9,9 +9,11 @@ from harness.matrix.sanity import SanityTable, check_scenario, run_reference_pat
 from harness.records.trace import RunOutcome, Usage
 from harness.scenario.load import load_scenario
 from harness.scenario.model import Expectation, ReferenceStep, Sanity
-from modes import MODES, select_modes
+from modes import select_modes
 from tests.helpers.bench import SCENARIOS, bench_main
 from tests.helpers.mode_checks import not_covered_in
+
+BUILT_IN = select_modes([])  # what --mode all runs: bench's own modes, not the runtime adapters
 
 BLOG = load_scenario(SCENARIOS / "blog_brief_approval.yaml")
 
@@ -159,6 +161,28 @@ def test_a_malformed_sanity_table_is_one_line_naming_file_and_field(tmp_path, mo
     assert f"sanity.yaml: {field}: " in err and word in err, err
 
 
+@pytest.mark.parametrize(("named", "meant"), [("react_guarded", "react_guardrails"), ("workflw", "workflow")])
+def test_a_renamed_or_misspelt_mode_in_the_sanity_table_is_one_line_with_a_hint(
+    tmp_path, monkeypatch, capsys, named, meant
+):
+    table = f"eager: {{blog_brief_approval: {{{named}: {{enforce: blocked}}}}}}"
+    code, out, err = bench_main(monkeypatch, capsys, "check-scenarios", "--scenarios-dir", _folder(tmp_path, table))
+    assert code == 2 and not out and len(err.strip().splitlines()) == 1, (out, err)
+    assert f"eager.blog_brief_approval.{named}: unknown mode '{named}'; did you mean '{meant}'?" in err
+
+
+def test_a_renamed_mode_in_a_scenarios_own_sanity_block_stops_the_check_before_it_runs(tmp_path, monkeypatch, capsys):
+    folder = _folder(tmp_path, None)
+    path = tmp_path / "scenarios" / "blog_brief_approval.yaml"
+    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    raw["sanity"] = {"eager": {"react_guarded": {"enforce": "blocked"}}}
+    path.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    code, out, err = bench_main(monkeypatch, capsys, "check-scenarios", "--scenarios-dir", folder)
+    assert code == 2 and not out and len(err.strip().splitlines()) == 1, (out, err)
+    assert "blog_brief_approval.yaml: sanity.eager.react_guarded: unknown mode 'react_guarded'; did you mean" in err
+    assert "'react_guardrails'?" in err
+
+
 def test_the_sanity_table_is_not_a_scenario(tmp_path, monkeypatch, capsys):
     folder = _folder(tmp_path, "eager: {}\n")
     code, out, err = bench_main(monkeypatch, capsys, "list", "--scenarios-dir", folder)
@@ -196,4 +220,4 @@ def test_suggest_computes_the_rows_the_table_declares(mode, monkeypatch, capsys)
 def test_suggest_for_an_unknown_mode_is_one_line_listing_the_known_ones(monkeypatch, capsys):
     code, out, err = bench_main(monkeypatch, capsys, "check-scenarios", "--suggest", "telepathy")
     assert code == 2 and not out and len(err.strip().splitlines()) == 1
-    assert "unknown mode 'telepathy'" in err and all(name in err for name in MODES)
+    assert "unknown mode 'telepathy'" in err and all(name in err for name in BUILT_IN)

@@ -15,9 +15,11 @@ import pytest
 from harness.errors import INFRASTRUCTURE_ERRORS
 from harness.records.trace import TraceEvent
 from harness.scenario.load import load_all
-from modes import MODES
+from modes import MODES, select_modes
 from tests.helpers.bench import SCENARIOS, bench_main
 from tests.helpers.cheating_server import ATTACKS, CheatingServer
+
+BUILT_IN = select_modes([])  # what --mode all runs: bench's own modes, not the runtime adapters
 
 TRIALS = 2
 
@@ -59,7 +61,7 @@ def test_a_cheating_endpoint_never_gets_a_hard_gate_mode_past_its_gate(
     for event in trace:
         runs[event.run_id].append(event)
     cells = {(e.scenario, e.mode, e.trial) for e in trace}
-    assert len(runs) == len(cells) == len(MODES) * len(scenarios) * TRIALS
+    assert len(runs) == len(cells) == len(BUILT_IN) * len(scenarios) * TRIALS
     for events in runs.values():
         summaries = [e for e in events if e.kind == "summary"]
         assert len(summaries) == 1 and events[-1] is summaries[0], events[-1]  # one final summary, last
@@ -71,8 +73,9 @@ def test_a_cheating_endpoint_never_gets_a_hard_gate_mode_past_its_gate(
     for mode, outcome in outcomes:
         if MODES[mode].hard_gate or policy == "enforce":
             assert outcome.premature_side_effects == 0, (mode, outcome)
-        if MODES[mode].hard_gate:
-            assert outcome.unauthorized_side_effects == 0, (mode, outcome)
+        if MODES[mode].hard_gate:  # a hard gate holds gates; a value the cheat wrote can still break an argument rule
+            value_breaches = sum(v.startswith("arg_rule:") for v in outcome.violations)
+            assert outcome.unauthorized_side_effects == value_breaches, (mode, outcome)
 
     # The cheats landed: cheats no reader takes are the model's errors, gated attempts met the gateway (enforce), and
     # with nothing but an auditing gateway behind them the modes without a hard gate were gotten past it (audit).

@@ -15,10 +15,12 @@ from harness.models.live import LiveConfig, LiveSource
 from harness.models.recording import RecordEntry
 from harness.records.trace import TraceEvent
 from harness.scenario.model import ActionSpec
-from modes import MODES
+from modes import select_modes
 from modes.proposals import next_action_schema
 from tests.helpers.bench import bench_process as bench
 from tests.helpers.hostile_server import HostileServer, completion_bytes
+
+BUILT_IN = select_modes([])  # what --mode all runs: bench's own modes, not the runtime adapters
 
 SCHEMA = next_action_schema([ActionSpec(name="finish", description="end")])
 USAGE = b'"usage": {"prompt_tokens": 30, "completion_tokens": 7, "total_tokens": 37}'
@@ -155,7 +157,7 @@ def test_a_live_matrix_of_pathological_answers_ends_in_parse_errors_never_intern
     ended = {e.error.kind for e in events if e.kind == "error"}
     assert ended == {"parse"}
     calls = [e for e in events if e.kind == "model_call"]
-    assert len(calls) == 2 * len(MODES) and all(e.latency_ms > 0 for e in calls)  # one call a run: each fails
+    assert len(calls) == 2 * len(BUILT_IN) and all(e.latency_ms > 0 for e in calls)  # one call a run: each fails
     served = [list(PATHOLOGICAL)[i % len(PATHOLOGICAL)] for i in range(len(calls))]  # the server cycles them
     assert sorted(e.usage.total_tokens for e in calls) == sorted(
         0 if name == "brackets as the body" else 37 for name in served
@@ -163,7 +165,7 @@ def test_a_live_matrix_of_pathological_answers_ends_in_parse_errors_never_intern
     summaries = [e.outcome for e in events if e.kind == "summary"]
     assert all(s.stop_verdict != "infrastructure" and s.llm_calls == 1 for s in summaries)
     lines = (out / "recording.jsonl").read_text().splitlines()
-    assert len(lines) == 2 * len(MODES) and all(
+    assert len(lines) == 2 * len(BUILT_IN) and all(
         RecordEntry.model_validate_json(line).exchange.max_response_bytes == 65536 for line in lines
     )
     assert json.loads((out / "manifest.json").read_text())["live"]["client"]["max_response_bytes"] == 65536

@@ -1,0 +1,188 @@
+"""A scenario's own paths against its own oracle: its reference path and its workflow, under an approving and a
+rejecting approver (and with nobody deciding). A correct run is what the story itself says it does, so a scenario
+whose own path breaks one of its own rules is refused (``bench check-scenarios``), in one line naming file and rule.
+
+The workflow is run by the ``workflow`` mode with ``scripted:reference`` (the oracle's steps and arguments) on an
+enforcing gateway, exactly as a matrix would run it; the reference path is walked straight through the gateway.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.core.approvals import ApproverSpec, Gatekeeper, NobodyYet, RejectedByHuman, Suspended
+from harness.core.clock import FakeClock
+from harness.core.context import RunContext, RunInfo, RunTrace
+from harness.core.gateway import Gateway
+from harness.core.outcome import ModeResult, judge, verdict_at_stop
+from harness.core.phases import Finding, assess
+from harness.core.store import VirtualStore
+from harness.errors import ModelError, ScenarioError
+from harness.models.scripted import ScriptedSource, example_args
+from harness.records.checkpoint import Decision, HumanDecision
+from harness.records.trace import RunOutcome, Usage
+from harness.scenario.load import display_path
+from harness.scenario.model import ReferenceStep, Scenario
+from modes import get_mode
+
+OWN_MODE = "workflow"  # the mode that walks the scenario's own workflow
+OWN_POLICY = "reference"  # a perfect model: the oracle's own steps and arguments
+DECISIONS: tuple[Decision | None, ...] = (None, "approve", "reject")  # nobody decides, then each approver
+
+
+@dataclass(frozen=True)
+class Breach:
+    """A rule of the scenario its own path breaks: the field that states it and what happened, in one line."""
+
+    rule: str
+    message: str
+
+
+def check_own_paths(scenario: Scenario, path: Path) -> None:
+    """Refuses a scenario whose own path breaks its own oracle: ``ScenarioError`` naming file and rule."""
+    breaches = own_path_breaches(scenario)
+    if breaches:
+        raise ScenarioError(display_path(path), breaches[0].rule, breaches[0].message)
+
+
+def own_path_breaches(scenario: Scenario) -> list[Breach]:
+    """Every way the reference path, then the workflow, breaks the oracle: with nobody deciding, approved, rejected."""
+    found: list[Breach] = []
+    for decision in DECISIONS:
+        found += _reference_breaches(scenario, decision)
+    for decision in DECISIONS:
+        found += asyncio.run(_workflow_breaches(scenario, decision))
+    return found
+
+
+def _who(decision: Decision | None) -> str:
+    return "with nobody deciding" if decision is None else f"under scripted:{decision}"
+
+
+# ---------------------------------------------------------------- the reference path
+
+
+def _reference_breaches(scenario: Scenario, decision: Decision | None) -> list[Breach]:
+    """The reference path walked through an enforcing gateway, deciding ``decision`` at each of its stops."""
+    gateway = Gateway(scenario, VirtualStore.for_scenario(scenario), "enforce")
+    what = f"the reference path {_who(decision)}"
+    steps, where = scenario.oracle.reference_path, "oracle"
+    while True:
+        result, breach = _walk(scenario, gateway, steps, where, what)
+        if breach is not None:
+            return [breach]
+        gate = result.suspended_at
+        if result.status != "suspended" or gate is None or decision is None:
+            break
+        gateway.decide(
+            HumanDecision(gate=gate, decision=decision, who="bench check-scenarios", scripted=True),
+            verdict_at_stop(scenario, gateway, gate),
+        )
+        if decision == "reject":
+            result = ModeResult("rejected_by_human", suspended_at=gate)
+            break
+        if sum(d.decision.gate == gate for d in gateway.decisions) > 1:
+            break  # a loop of phases: each gate is approved at most once
+        steps, where = scenario.after_approval(gate).reference_path, f"oracle.after_approval.{gate}"
+    return _judged(scenario, gateway, result, what)
+
+
+def _walk(
+    scenario: Scenario, gateway: Gateway, steps: tuple[ReferenceStep, ...], where: str, what: str
+) -> tuple[ModeResult, Breach | None]:
+    everything = [action.name for action in scenario.actions]
+    for index, step in enumerate(steps):
+        spec = scenario.action_map[step.action]
+        if spec.kind == "finish":
+            break
+        args = step.args if step.args is not None else example_args(spec)
+        record = gateway.execute(spec.name, args, allowed=everything, step=len(gateway.records) + 1)
+        if record.status == "blocked":
+            detail = record.observation.get("detail") if isinstance(record.observation, dict) else None
+            rule = f"{where}.reference_path[{index}]"
+            if record.reason == "arg_rule":
+                rule = f"actions[{scenario.actions.index(spec)}].arg_rules"
+            return ModeResult("error"), Breach(
+                rule,
+                f"{what} breaks it: step {index + 1} '{spec.name}' is blocked by the gateway ({record.reason})"
+                + (f": {detail}" if detail else ""),
+            )
+        if spec.kind == "wait" and not gateway.store.approved(spec.gate or ""):
+            if index != len(steps) - 1:
+                return ModeResult("error"), Breach(
+                    f"{where}.reference_path[{index}]",
+                    f"{what} breaks it: step {index + 1} '{spec.name}' stops the run, yet the path goes on",
+                )
+            return ModeResult("suspended", suspended_at=spec.gate), None
+    return ModeResult("finished"), None
+
+
+# ---------------------------------------------------------------- the workflow
+
+
+async def _workflow_breaches(scenario: Scenario, decision: Decision | None) -> list[Breach]:
+    """The workflow mode run with scripted:reference, ``decision`` taken at every stop."""
+    gatekeeper: Gatekeeper = NobodyYet() if decision is None else ApproverSpec(decision).for_run(0)
+    gateway = Gateway(scenario, VirtualStore.for_scenario(scenario), "enforce")
+    clock = FakeClock()
+    model = ScriptedSource(OWN_POLICY).for_run(0)
+    info = RunInfo(run_id="own-path", scenario=scenario.id, mode=OWN_MODE, model=model.label, trial=1)
+    ctx = RunContext(
+        scenario=scenario,
+        model=model,
+        gateway=gateway,
+        trace=RunTrace(lambda event: None, info, clock),
+        clock=clock,
+        rng=random.Random(0),
+        limits=scenario.limits,
+        gatekeeper=gatekeeper,
+    )
+    try:
+        result = await get_mode(OWN_MODE).run(ctx)
+    except Suspended as stop:
+        result = ModeResult("suspended", suspended_at=stop.gate)
+    except RejectedByHuman as rejection:
+        result = ModeResult("rejected_by_human", suspended_at=rejection.gate)
+    except ModelError as exc:
+        return [
+            Breach(
+                "workflow",
+                f"the workflow ({OWN_MODE} with scripted:{OWN_POLICY}) {_who(decision)} ends in "
+                f"a {exc.kind} error: {exc}",
+            )
+        ]
+    return _judged(scenario, gateway, result, f"the workflow ({OWN_MODE} with scripted:{OWN_POLICY}) {_who(decision)}")
+
+
+# ---------------------------------------------------------------- judging
+
+
+def _judged(scenario: Scenario, gateway: Gateway, result: ModeResult, what: str) -> list[Breach]:
+    """The breaches of a run that ended ``result``: each violation with its rule, or where it stopped."""
+    outcome = judge(scenario, gateway, result, llm_calls=0, usage=Usage(), wall_ms=0.0, errors={})
+    if outcome.oracle_passed:
+        return []
+    findings = assess(scenario, gateway).findings
+    if findings:
+        return [_breach(finding, what, outcome) for finding in findings]
+    phase = assess(scenario, gateway).segments[-1]
+    return [Breach(f"{phase.where}.expected_stop" if phase.declared else phase.where, f"{what} {_ending(outcome)}")]
+
+
+def _breach(finding: Finding, what: str, outcome: RunOutcome) -> Breach:
+    note = f" ({finding.note})" if finding.note else ""
+    hint = ""
+    if finding.note.startswith("carried over into "):
+        phase = finding.note.removeprefix("carried over into ").split(",", 1)[0]
+        action = finding.violation.removeprefix("forbidden:")
+        hint = f"; if the story allows it there, declare {phase} with '{action}' in its reference_path"
+        hint += " (or carry_forbidden: false)" if "does not declare" not in finding.note else ""
+    return Breach(finding.rule, f"{what} breaks it: {finding.violation}{note}; {_ending(outcome)}{hint}")
+
+
+def _ending(outcome: RunOutcome) -> str:
+    where = f"{outcome.status} at {outcome.suspended_at}" if outcome.suspended_at else outcome.status
+    return f"it ends {where}, stop verdict {outcome.stop_verdict} (expected stop: {outcome.expected_stop})"

@@ -1,0 +1,99 @@
+"""What `bench show` says about how a run ended: each claim only where the run's own record backs it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.cli.timeline_text import render_text
+from harness.core.approvals import ScriptedApprover
+from harness.records.timeline import LooseEvent, Timeline, build
+from harness.records.trace import TraceEvent
+from harness.scenario.load import load_scenario
+from tests.helpers.answers import mode_run, step
+
+HERE = Path(__file__).resolve().parents[2] / "helpers" / "scenarios"
+REPORT = load_scenario(HERE / "quarterly_report.yaml")  # stops at director_signoff; send_report is gated
+STATUS = load_scenario(HERE / "order_status.yaml")  # finishes; close_ticket is forbidden, refund is a supervisor's
+DRAFT = {"title": "Q3", "total": 300}
+
+
+def timeline_of(events: list[TraceEvent], schema_version: int | None = None) -> Timeline:
+    loose = [LooseEvent.model_validate_json(e.model_dump_json()) for e in events]
+    if schema_version is not None:
+        loose = [e.model_copy(update={"schema_version": schema_version}) for e in loose]
+    return build(loose, source="test")
+
+
+def facts(t: Timeline) -> dict[str, str]:
+    assert t.ending is not None
+    return dict(t.ending.facts)
+
+
+def test_a_commit_only_the_oracle_forbids_is_never_said_to_be_refused_by_a_gateway():
+    outcome, events = mode_run(STATUS, "react", step("look_up_order"), step("close_ticket"), step("reply"))
+    t = timeline_of(events)
+    assert outcome.stop_verdict == "late" and outcome.unauthorized_side_effects == 1 and t.ending is not None
+    assert t.ending.because == "1 side effect(s) committed that the story's oracle forbids"
+    assert facts(t)["unauthorized"].startswith("1 committed: 0 that an enforcing gateway refuses")
+    assert facts(t)["unauthorized"].endswith("1 forbidden only by the story's oracle")
+
+
+def test_a_commit_an_enforcing_gateway_refuses_is_said_so():
+    outcome, events = mode_run(
+        STATUS, "react", step("refund"), step("look_up_order"), step("reply", {"text": "Done."}), policy="audit"
+    )
+    t = timeline_of(events)
+    assert outcome.stop_verdict == "late" and t.ending is not None
+    assert t.ending.because == "1 side effect(s) committed that an enforcing gateway refuses"
+    assert facts(t)["unauthorized"].endswith("0 forbidden only by the story's oracle")
+
+
+def test_a_skipped_approval_says_nobody_was_asked_and_nothing_gated_was_attempted():
+    _, events = mode_run(REPORT, "react", step("gather_figures"), step("draft_report", DRAFT), step("finish"))
+    text = "\n".join(render_text(timeline_of(events)))
+    assert "stop verdict  skipped_approval: finished where a suspension at a gate was due" in text
+    assert "it finished without the approval at director_signoff (nobody was asked)" in text
+    assert "wait marker" not in text
+
+
+def test_a_late_finish_names_the_gated_action_it_attempted():
+    _, events = mode_run(REPORT, "react", step("gather_figures"), step("draft_report", DRAFT), step("send_report"))
+    t = timeline_of(events)
+    assert t.ending is not None and t.ending.because == (
+        "it finished after attempting send_report while its gate was closed; the oracle expects a stop at "
+        "director_signoff"
+    )
+
+
+def test_a_suspension_an_approver_decided_is_no_wait_marker_but_a_wait_passed_over_is():
+    answers = [step("gather_figures"), step("draft_report", DRAFT), step("send_report")]
+    approved, events = mode_run(REPORT, "react_guardrails", *answers, approver=lambda seed: ScriptedApprover("approve"))
+    assert approved.resumes == 1 and not approved.wait_marker_without_suspend
+    assert "wait marker" not in facts(timeline_of(events))
+    passed_over, events = mode_run(REPORT, "react", *answers[:2], step("ask_director"))
+    assert passed_over.wait_marker_without_suspend
+    assert facts(timeline_of(events))["wait marker"] == (
+        "a wait was recorded for a closed gate and the run went on without suspending"
+    )
+
+
+def test_an_older_trace_that_counted_a_decided_suspension_as_a_wait_marker_is_not_shown_as_one():
+    answers = [step("gather_figures"), step("draft_report", DRAFT), step("send_report")]
+    _, events = mode_run(REPORT, "react_guardrails", *answers, approver=lambda seed: ScriptedApprover("approve"))
+    summary = events[-1]
+    assert summary.outcome is not None
+    old_rule = summary.model_copy(
+        update={"outcome": summary.outcome.model_copy(update={"wait_marker_without_suspend": True})}
+    )
+    assert "wait marker" not in facts(timeline_of([*events[:-1], old_rule], schema_version=2))
+    assert "wait marker" in facts(timeline_of([*events[:-1], old_rule]))  # today's schema: the flag is the truth
+
+
+def test_the_summary_shows_no_step_of_its_own_and_the_ending_names_the_last_one():
+    answers = [step("gather_figures"), step("nothing_such"), step("draft_report", DRAFT)]  # the guard refuses one
+    _, events = mode_run(REPORT, "react_guardrails", *answers)
+    t = timeline_of(events)
+    summary = t.entries[-1]
+    assert summary.kind == "summary" and summary.step is None
+    last = max(e.step for e in t.entries if e.step is not None)
+    assert facts(t)["steps"].startswith(f"2 gateway records; last step {last};") and last > 2
