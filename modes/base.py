@@ -79,10 +79,32 @@ def get_mode(name: str) -> Mode:
     return MODES[name]()
 
 
+# Names that select a group of modes: ``all`` is bench's own control modes (the control spectrum: what the committed
+# recordings and the main job run), ``runtimes`` every runtime adapter (a mode run by a real agent framework).
+GROUPS = ("all", "runtimes")
+
+
+def is_runtime(cls: type[Mode]) -> bool:
+    """Whether a mode is a runtime adapter: its agent is built and run by a real agent framework."""
+    from modes.runtimes.base import RuntimeMode  # the adapters' contract builds on this module
+
+    return issubclass(cls, RuntimeMode)
+
+
 def select_modes(names: list[str]) -> list[str]:
-    """Resolves ``all`` or a list of names, in registry order for ``all``."""
-    if names in ([], ["all"]):
-        return sorted(MODES, key=lambda n: (MODES[n].spectrum, n))
-    for name in names:
-        get_mode(name)
-    return list(names)
+    """Resolves mode names and groups (``GROUPS``; no names is ``all``), each group in control-spectrum order; a
+    mode named twice runs once. Unknown names fail with the known ones."""
+    selected: list[str] = []
+    for name in names or ["all"]:
+        if name in GROUPS:
+            group = sorted(
+                (n for n, cls in MODES.items() if is_runtime(cls) == (name == "runtimes")),
+                key=lambda n: (MODES[n].spectrum, n),
+            )
+            if not group:
+                raise UserInputError(f"--mode {name}: no mode of that group is registered")
+        else:
+            get_mode(name)
+            group = [name]
+        selected += [n for n in group if n not in selected]
+    return selected

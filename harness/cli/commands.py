@@ -117,6 +117,9 @@ def list_command(scenarios_dir: ScenariosDir = None) -> None:
             tablefmt="simple",
         )
     )
+    if found.runtimes:
+        _echo("\nruntime adapters: modes run by a real agent framework (--mode runtimes; docs/runtimes.md)")
+        _echo(_table(found.runtimes, headers=["mode", "what it does", "framework", "installed"], tablefmt="simple"))
     _echo()
     _echo(_table(found.scenarios, headers=["scenario", "title", "correct stop"], tablefmt="simple"))
 
@@ -175,7 +178,13 @@ def schema_command() -> None:
 def run_command(
     mode: Annotated[
         list[str] | None,
-        typer.Option("--mode", "-m", metavar="NAME", help="'all' or mode names (repeat or comma-separate)."),
+        typer.Option(
+            "--mode",
+            "-m",
+            metavar="NAME",
+            help="'all' (bench's own modes), 'runtimes' (the framework adapters), mode names, or your own agent "
+            "as FILE.py:FACTORY or MODULE:FACTORY (docs/runtimes.md); repeat or comma-separate.",
+        ),
     ] = None,
     scenario: Annotated[
         list[str] | None, typer.Option("--scenario", "-s", metavar="NAME", help="'all' or scenario names.")

@@ -4,7 +4,7 @@ the scenario schema, the bundled model's server and an endpoint probe."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -13,6 +13,8 @@ from harness.matrix.spec import RunSpec, project_dirs
 from harness.models import endpoint_from_env
 from harness.scenario.load import load_all
 from modes import MODES, select_modes
+from modes.base import is_runtime
+from modes.runtimes.base import RuntimeMode
 
 if TYPE_CHECKING:
     from harness.matrix.pipeline import Notify  # bench list and check-scenarios never load the run pipeline
@@ -24,13 +26,27 @@ class Catalog:
 
     modes: list[tuple[str, str, str, str]]  # name, summary, who decides the next step, who can stop the run
     scenarios: list[tuple[str, str, str]]  # id, title, the oracle's expected stop
+    # the runtime adapters (--mode runtimes): name, summary, the framework (its extra), installed or what to install
+    runtimes: list[tuple[str, str, str, str]] = field(default_factory=list)
 
 
 def catalog(scenarios_dir: Path | None = None) -> Catalog:
     folder, _ = project_dirs(scenarios_dir)
     modes = [(name, MODES[name].summary, MODES[name].decides, MODES[name].stopper) for name in select_modes([])]
     scenarios = [(s.id, s.title, s.oracle.expected_stop) for s in load_all(folder).values()]
-    return Catalog(modes, scenarios)
+    return Catalog(modes, scenarios, runtime_rows())
+
+
+def runtime_rows() -> list[tuple[str, str, str, str]]:
+    """Each registered runtime adapter, with its framework and whether that is installed here."""
+    rows = []
+    adapters = sorted((cls for cls in MODES.values() if is_runtime(cls)), key=lambda cls: (cls.spectrum, cls.name))
+    for cls in adapters:
+        assert issubclass(cls, RuntimeMode)
+        installed = "yes" if cls.missing() is None else f"no: pip install -e '.[{cls.extra}]'"
+        framework = cls.distributions[0] if cls.distributions else cls.framework  # its package's name, as pip says
+        rows.append((cls.name, cls.summary, f"{framework} (bench[{cls.extra}])", installed))
+    return rows
 
 
 def check_scenarios(scenarios_dir: Path | None = None) -> list[Any]:

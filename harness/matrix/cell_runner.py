@@ -8,6 +8,7 @@ import random
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from harness.choices import DEFAULT_GATEWAY_POLICY, GatewayPolicy
 from harness.core.approvals import Gatekeeper, RejectedByHuman, Suspended, nobody_decides
@@ -19,7 +20,9 @@ from harness.core.outcome import ModeResult, judge
 from harness.core.signals import RunInterrupted, StopRequest
 from harness.core.store import VirtualStore
 from harness.errors import ModelError, ResumeMismatch, WriteFailed
+from harness.matrix.frameworks import quiet_frameworks
 from harness.matrix.restore import CachedModel, ResumeGatekeeper, store_snapshot
+from harness.matrix.runtime_resume import rebuilt_gateway, restore_trace, resume_framework, runtime_state
 from harness.models.recording import request_hash
 from harness.records.checkpoint import (
     Checkpoint,
@@ -27,11 +30,14 @@ from harness.records.checkpoint import (
     HumanDecision,
     RecordedAttempt,
     RecordedReply,
+    RuntimeState,
     content_digest,
 )
+from harness.records.folder import RUNTIME_DIR
 from harness.records.trace import ErrorInfo, RunOutcome, TraceEvent
 from harness.scenario.model import Scenario
 from modes import get_mode
+from modes.runtimes.base import RuntimeMode
 
 
 @dataclass(frozen=True)
@@ -96,6 +102,7 @@ async def execute_run(
     gatekeeper: Gatekeeper,
     resuming: Checkpoint | None = None,
     decision: HumanDecision | None = None,
+    past: Sequence[TraceEvent] = (),
 ) -> RunOutcome:
     """One run, from its start or, ``resuming`` a checkpoint, replayed silently to its stop and continued.
 
@@ -103,16 +110,26 @@ async def execute_run(
     checkpoint names (``harness.matrix.restore``); a run that ends before it gets there raises ResumeMismatch and
     nothing has been written. ``resuming`` is the claimed checkpoint (status deciding, ``decision`` its claim):
     where the run stops next, or its end, replaces the claim; an interrupted one leaves it for the next resume.
+    A framework-run mode is not replayed: its gateway is rebuilt from the checkpoint and its framework goes on from
+    its own state (``harness.matrix.runtime_resume``; ``past``: the lines a killed resume of it wrote already).
     """
     scenario = cell.scenario
     info = RunInfo(run_id=run_id, scenario=scenario.id, mode=cell.mode, model=model.label, trial=cell.trial)
     clock = config.clock
     trace = RunTrace(sink, info, clock, config.stop)
     gateway = Gateway(scenario, VirtualStore.for_scenario(scenario), config.gateway_policy)
-    if resuming is not None and decision is not None:
+    mode = get_mode(cell.mode)
+    framework = isinstance(mode, RuntimeMode)
+    if framework:
+        quiet_frameworks()  # before the mode imports its framework
+    resumed_framework = framework and resuming is not None and decision is not None
+    if resumed_framework:  # the framework's own state says where it stands; the model is the run's real one
+        assert resuming is not None
+        gateway = rebuilt_gateway(scenario, resuming, gateway)
+        restore_trace(trace, resuming)
+    elif resuming is not None and decision is not None:
         trace.muted = True
         model, gatekeeper = CachedModel(resuming, model, trace), ResumeGatekeeper(resuming, decision, trace, gateway)
-    mode = get_mode(cell.mode)
     ctx = RunContext(
         scenario=scenario,
         model=model,
@@ -122,24 +139,30 @@ async def execute_run(
         rng=random.Random(seed),
         limits=scenario.limits,
         gatekeeper=gatekeeper,
+        state_dir=state_dir_of(config, run_id),
     )
     started = clock.monotonic()
     interrupted: BaseException | None = None
     ended_by: str | None = None  # the kind of the error that ended the run: infrastructure runs are not judged
-    trace.emit(
-        step=0,
-        decision_maker="runtime",
-        kind="run_start",
-        detail={
-            "seed": seed,
-            "gateway_policy": config.gateway_policy,
-            "limits": scenario.limits.model_dump(),
-            "parameters": mode.parameters(),
-            "agent_role": scenario.agent_role,
-        },
-    )
+    if not resumed_framework:  # a replayed run writes it muted; a framework's resume goes on after its stop
+        trace.emit(
+            step=0,
+            decision_maker="runtime",
+            kind="run_start",
+            detail={
+                "seed": seed,
+                "gateway_policy": config.gateway_policy,
+                "limits": scenario.limits.model_dump(),
+                "parameters": mode.parameters(),
+                "agent_role": scenario.agent_role,
+            },
+        )
     try:
-        result = await mode.run(ctx)
+        if resumed_framework:
+            assert isinstance(mode, RuntimeMode) and resuming is not None and decision is not None
+            result, ended_by = await resume_framework(mode, ctx, resuming, decision, past)
+        else:
+            result = await mode.run(ctx)
     except Suspended as stop:
         result = ModeResult("suspended", suspended_at=stop.gate)
     except RejectedByHuman as rejection:
@@ -175,6 +198,7 @@ async def execute_run(
     if interrupted is not None and resuming is not None:
         raise interrupted  # its decision stays claimed: the next bench resume carries it out from the checkpoint
     wall_ms = (clock.monotonic() - started) * 1000.0 + (resuming.wall_ms if resuming is not None else 0.0)
+    runtime = runtime_state(gateway, trace) if framework else None  # before the summary: the stop's own step
     outcome = judge(
         scenario,
         gateway,
@@ -195,21 +219,38 @@ async def execute_run(
         outcome=outcome,
         final=True,
     )
+    earlier = resuming.replies if resumed_framework and resuming is not None else ()
     if config.checkpoints is not None and resuming is not None:  # where the run now stands replaces the claim
-        config.checkpoints.settle(resuming, checkpoint_of(ctx, cell, config, seed, result, wall_ms))
+        config.checkpoints.settle(resuming, checkpoint_of(ctx, cell, config, seed, result, wall_ms, runtime, earlier))
     elif config.checkpoints is not None and result.status == "suspended":
-        config.checkpoints.save(checkpoint_of(ctx, cell, config, seed, result, wall_ms))
+        config.checkpoints.save(checkpoint_of(ctx, cell, config, seed, result, wall_ms, runtime))
     if interrupted is not None:
         raise interrupted
     return outcome
 
 
+def state_dir_of(config: MatrixConfig, run_id: str) -> Path | None:
+    """Where a run's framework keeps its own state: runtime/<run id>/ in the run folder (made by whoever writes
+    there first); None without a run folder."""
+    return None if config.checkpoints is None else config.checkpoints.folder / RUNTIME_DIR / run_id
+
+
 def checkpoint_of(
-    ctx: RunContext, cell: Cell, config: MatrixConfig, seed: int, result: ModeResult, wall_ms: float
+    ctx: RunContext,
+    cell: Cell,
+    config: MatrixConfig,
+    seed: int,
+    result: ModeResult,
+    wall_ms: float,
+    runtime: RuntimeState | None = None,
+    earlier: Sequence[RecordedReply] = (),
 ) -> Checkpoint:
-    """What a run needs to go on in another process (a suspension), or the record that it was decided."""
+    """What a run needs to go on in another process (a suspension), or the record that it was decided.
+
+    A framework-run mode also keeps the gateway's state as its stop left it (``runtime``), and its replies so far:
+    ``earlier`` (those before its last resume, which its framework did not ask again) then this process's."""
     gateway, trace = ctx.gateway, ctx.trace
-    replies = [
+    replies = [*earlier] + [
         RecordedReply(
             request_hash=request_hash(request),
             proposal=reply.proposal,
@@ -242,6 +283,7 @@ def checkpoint_of(
         records=len(gateway.records),
         next_seq=trace.seq,
         wall_ms=wall_ms,
+        runtime=runtime,
     )
 
 

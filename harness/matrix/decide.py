@@ -25,9 +25,12 @@ from harness.core.model_port import Model
 from harness.core.signals import RunInterrupted, StopRequest
 from harness.errors import UserInputError
 from harness.matrix.cell_runner import Cell, MatrixConfig
+from harness.matrix.custom_mode import is_agent_spec
 from harness.matrix.exit_status import RunEnds
+from harness.matrix.frameworks import ready_modes
 from harness.matrix.pipeline import Notify, run_async
 from harness.matrix.reconcile import CatchUp, TraceDiverged, decision_in_trace, events_past, run_events
+from harness.matrix.runtime_resume import lines_met
 from harness.matrix.spec import project_dirs
 from harness.models.choice import ModelChoice, choose, endpoint_from_env, open_source
 from harness.models.config import LiveOptions
@@ -38,6 +41,7 @@ from harness.records.trace import RunOutcome, TraceEvent, TraceWriter
 from harness.records.write_faults import wrote
 from harness.scenario.model import Scenario
 from modes import MODES
+from modes.base import is_runtime
 
 SHORTEST_PREFIX = 4  # as bench show --run: a shorter one names too many runs to be meant
 
@@ -283,8 +287,10 @@ def _carry_out(
 
     checkpoint, run_id = standing.checkpoint, standing.checkpoint.run_id
     scenario = _unchanged_scenario(checkpoint, scenarios_dir)
-    if checkpoint.mode not in MODES:
+    if checkpoint.mode not in MODES and not is_agent_spec(checkpoint.mode):
         raise UserInputError(f"run {run_id}: mode '{checkpoint.mode}' is not registered any more")
+    ready_modes([checkpoint.mode])  # a user's agent loaded again; a framework not installed: one line, nothing claimed
+    framework = is_runtime(MODES[checkpoint.mode])
     choice = choose(checkpoint.model)  # read once; the run goes on with the same source
     endpoint = endpoint_from_env(env) if choice.needs_endpoint else None
     manifest = read_manifest(folder)
@@ -332,12 +338,14 @@ def _carry_out(
                     gatekeeper=NobodyYet(),
                     resuming=claimed,
                     decision=decision,
+                    past=standing.past if framework else (),
                 )
             finally:
                 await config.model.aclose()
 
         with TraceWriter(traces) as writer:
-            sink = CatchUp(traces, checkpoint.next_seq, standing.past, writer.write)
+            met = lines_met(standing.past) if framework else 0  # a framework's run goes on from the killed one's
+            sink = CatchUp(traces, checkpoint.next_seq, standing.past, writer.write, met)
             try:
                 outcome: RunOutcome | None = run_async(go(sink))
             except (RunInterrupted, asyncio.CancelledError):

@@ -26,6 +26,7 @@ from harness.core.signals import RunInterrupted, StopRequest
 from harness.errors import UserInputError, WriteFailed
 from harness.matrix.cell_runner import Cell, MatrixConfig, cells_for, run_matrix
 from harness.matrix.exit_status import INFRASTRUCTURE, RunEnds
+from harness.matrix.frameworks import framework_versions, ready_modes
 from harness.matrix.spec import RunSpec, project_dirs
 from harness.models.choice import choose, model_label, open_source
 from harness.models.config import LiveOptions
@@ -37,7 +38,7 @@ from harness.records.trace import RunOutcome, TraceEvent, TraceWriter
 from harness.scenario.load import load_all, select_scenarios
 from harness.scenario.model import Scenario
 from harness.version import __version__
-from modes import MODES, select_modes
+from modes import MODES
 
 __all__ = ["Matrix", "RunResult", "plan", "run", "versions"]
 
@@ -95,7 +96,7 @@ def plan(spec: RunSpec, scenarios_dir: Path) -> Matrix:
     choice = spec.model
     if choice.folder is None:  # not a replay: the spec's matrix, with the defaults for what it leaves out
         return Matrix(
-            select_modes(list(spec.modes)),
+            ready_modes(spec.modes),
             select_scenarios(scenarios_dir, list(spec.scenarios)),
             spec.trials or 1,
             spec.seed or 0,
@@ -119,7 +120,7 @@ def plan(spec: RunSpec, scenarios_dir: Path) -> Matrix:
                 "(docs/live-models.md: recording and replay)"
             )
     return Matrix(
-        select_modes(modes),
+        ready_modes(modes),
         select_scenarios(scenarios_dir, scenarios),
         spec.trials or recorded.trials,
         recorded.seed,
@@ -170,7 +171,7 @@ def run(
         gateway_policy=matrix.gateway_policy,
         concurrency=spec.concurrency,
         start_time=_now(),
-        versions=versions(),
+        versions=versions(matrix.modes),
         replay_of=str(choice.folder) if choice.folder is not None else None,
         approver=None if spec.approver is None else str(spec.approver),
         live_options=spec.live_options.model_dump(exclude_defaults=True),
@@ -224,7 +225,7 @@ def _continue(
         scenarios_dir, _ = project_dirs(spec.scenarios_dir)
         choice = choose(manifest.model_choice or _old_choice(manifest))
         matrix = Matrix(
-            select_modes(manifest.modes),
+            ready_modes(manifest.modes),
             select_scenarios(scenarios_dir, manifest.scenarios),
             manifest.trials,
             manifest.seed,
@@ -442,13 +443,14 @@ def run_async(coroutine: Coroutine[Any, Any, T]) -> T:
     return box["value"]
 
 
-def versions() -> dict[str, str]:
-    """Versions that could change a result: bench, Python, the platform, key libraries."""
+def versions(modes: Iterable[str] = ()) -> dict[str, str]:
+    """Versions that could change a result: bench, Python, the platform, key libraries, and the frameworks the
+    runtime adapters among ``modes`` run on."""
     found = {"bench": __version__, "python": sys.version.split()[0], "platform": platform.platform()}
     for package in ("pydantic", "httpx", "jsonschema"):
         with contextlib.suppress(metadata.PackageNotFoundError):
             found[package] = metadata.version(package)
-    return found
+    return found | framework_versions(modes)
 
 
 def _now() -> str:

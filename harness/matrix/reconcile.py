@@ -100,11 +100,22 @@ def decision_in_trace(traces: Path, past: list[TraceEvent], checkpoint: Checkpoi
 
 
 class CatchUp:
-    """A resumed run's sink: the lines the trace holds already are compared, not written again; the rest are."""
+    """A resumed run's sink: the lines the trace holds already are compared, not written again; the rest are.
 
-    def __init__(self, traces: Path, first_seq: int, written: list[TraceEvent], write: Callable[[TraceEvent], None]):
+    ``met``: how many of them the run takes as its own without emitting them again (a framework-run mode goes on
+    from where a killed resume of it got to: ``harness.matrix.runtime_resume``).
+    """
+
+    def __init__(
+        self,
+        traces: Path,
+        first_seq: int,
+        written: list[TraceEvent],
+        write: Callable[[TraceEvent], None],
+        met: int = 0,
+    ):
         self._traces, self._first, self._written, self._write = traces, first_seq, written, write
-        self.emitted = 0  # lines the run has emitted since its checkpoint, met again or written
+        self.emitted = met  # lines the run has emitted since its checkpoint, met again or written
 
     def __call__(self, event: TraceEvent) -> None:
         index = event.seq - self._first

@@ -58,7 +58,8 @@ class RunSpec(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    modes: tuple[str, ...] = ()  # () or ("all",): every registered mode
+    # () or ("all",): bench's own modes; "runtimes": every runtime adapter; FILE.py:FACTORY: a user's agent
+    modes: tuple[str, ...] = ()
     scenarios: tuple[str, ...] = ()  # () or ("all",): every scenario in scenarios_dir
     scenarios_dir: Path | None = None  # None: ./scenarios when there is one, else the project's
     model: ModelField = Field(default_factory=lambda: choose(None))

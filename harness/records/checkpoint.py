@@ -5,7 +5,10 @@ mode, the model source, the seed, every model answer the run got and every human
 (in order), the store, the pending gate and where its trace stands. The mode's position is not pickled:
 resuming feeds the recorded answers and decisions back through the mode's own code to the exact point
 where it stopped (no model call, no side effect, no trace line), checks the rebuilt store against the
-snapshot, and only then goes on. A digest over every field detects a hand-edited row.
+snapshot, and only then goes on. A framework-run mode (a runtime adapter) is not replayed: its framework keeps
+its own state in the run folder, and its checkpoint also holds the gateway's records and decisions and the trace's
+counters (``runtime``), from which its resume rebuilds the gateway as it stood. A digest over every field detects
+a hand-edited row.
 
 A decision survives any crash: ``bench resume`` first claims it here, in one compare-and-set transaction
 (suspended at this stop -> ``deciding``, with the decision), and only then writes the run's trace; when the
@@ -29,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.choices import GatewayPolicy
 from harness.errors import UserInputError, WriteFailed
-from harness.records.trace import Usage
+from harness.records.trace import ActionStatus, Usage
 from harness.records.write_faults import wrote
 
 CHECKPOINT_FILE = "checkpoints.db"
@@ -37,7 +40,8 @@ CHECKPOINT_SCHEMA_VERSION = 1
 Decision = Literal["approve", "reject", "revise"]
 # deciding: a decision is claimed at the pending gate and not yet carried out (a crash left it so, or it runs now)
 CheckpointStatus = Literal["suspended", "deciding", "continued", "rejected"]
-LATER_FIELDS = ("claim", "saved_at")  # fields added after the first checkpoints: left out of the digest while unset
+# fields added after the first checkpoints: left out of the digest while unset
+LATER_FIELDS = ("claim", "saved_at", "runtime")
 
 
 class RecordedAttempt(BaseModel):
@@ -77,6 +81,48 @@ class HumanDecision(BaseModel):
     seq: int | None = None  # where its human event is in the run's trace (a later resume replays up to it)
 
 
+class RecordedAction(BaseModel):
+    """One gateway record (``harness.core.ActionRecord``) as a checkpoint keeps it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    step: int
+    action: str
+    args: Any
+    status: ActionStatus
+    reason: str | None
+    observation: Any
+    side_effect: bool
+    violations: list[str]
+    premature: bool
+    gate: str | None = None
+    duration_ms: int | None = None
+
+
+class RecordedGateDecision(BaseModel):
+    """A decision at a gate as the gateway holds it: after which record it came, and the run's verdict there."""
+
+    model_config = ConfigDict(frozen=True)
+
+    decision: HumanDecision
+    after_records: int
+    verdict_here: str
+
+
+class RuntimeState(BaseModel):
+    """What a framework-run mode's resume rebuilds, since its code is not replayed to its stop: the gateway's
+    records and decisions, and where the run's counters stood (the store is the checkpoint's ``store``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    records: list[RecordedAction]
+    decisions: list[RecordedGateDecision]
+    last_step: int  # the step of the run's last event (its suspend): where the decision's event goes
+    llm_calls: int
+    usage: Usage
+    errors: dict[str, int] = Field(default_factory=dict)
+
+
 class Checkpoint(BaseModel):
     """One suspended run, as it stood when it stopped."""
 
@@ -103,6 +149,7 @@ class Checkpoint(BaseModel):
     claim: HumanDecision | None = None  # status deciding: the decision being carried out at pending_gate
     saved_at: float | None = None  # when this row was written (seconds since the epoch): a command started
     # before it cannot have seen this stop
+    runtime: RuntimeState | None = None  # a framework-run mode's stop: what its resume rebuilds (None: replayed)
 
     @property
     def stop(self) -> int:
@@ -132,6 +179,7 @@ class CheckpointStore:
     """
 
     def __init__(self, folder: Path):
+        self.folder = folder  # the run folder the database belongs to
         self.path = folder / CHECKPOINT_FILE
 
     @contextmanager

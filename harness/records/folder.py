@@ -24,6 +24,9 @@ LOCK_FILE = ".bench.lock"
 TRACE_FILE = "traces.jsonl"
 RECORDING_FILE = "recording.jsonl"  # harness.models.recording's (a layer above this one); a test keeps them equal
 REPORT_DIR = "report"  # bench report's default --out inside a run folder
+# Where runtime adapters' frameworks keep each run's own state (runtime/<run id>/: a checkpointer's database, a
+# serialised run state): bench's, written by the framework, so --replace deletes it with the run.
+RUNTIME_DIR = "runtime"
 
 # What bench writes in a run folder: only these does --replace ever delete. Every other file is the user's.
 RUN_FILES = frozenset(
@@ -178,6 +181,8 @@ def foreign_files(folder: Path) -> list[str]:
     for entry in _entries(folder):
         if entry.is_dir(follow_symlinks=False) and entry.name == REPORT_DIR:
             found += [f"{REPORT_DIR}/{name}" for name in _foreign_report_files(Path(entry.path))]
+        elif entry.is_dir(follow_symlinks=False) and entry.name == RUNTIME_DIR:
+            continue  # the frameworks' state of this folder's runs: whatever they wrote there is the run's
         elif not (entry.is_file(follow_symlinks=False) and _bench_file(entry.name, RUN_FILES, ())):
             found.append(entry.name + ("/" if entry.is_dir(follow_symlinks=False) else ""))
     return sorted(found)

@@ -66,10 +66,11 @@ def test_settling_replaces_only_the_claim_it_carried_out(store):
 
 
 def test_a_row_written_before_claims_still_reads(store):
-    """Bodies and digests without the later fields (claim, saved_at) are what older bench wrote: still valid."""
+    """Bodies and digests without the later fields (claim, saved_at, runtime) are what older bench wrote: still
+    valid."""
     checkpoint = first(store).model_copy(update={"saved_at": None})
-    old_body = checkpoint.model_dump_json(exclude={"claim", "saved_at"})
-    old_digest = content_digest(checkpoint.model_dump(mode="json", exclude={"claim", "saved_at"}))
+    old_body = checkpoint.model_dump_json(exclude={"claim", "saved_at", "runtime"})
+    old_digest = content_digest(checkpoint.model_dump(mode="json", exclude={"claim", "saved_at", "runtime"}))
     assert old_digest == checkpoint.digest()
     with sqlite3.connect(store.path) as db:
         db.execute("UPDATE checkpoints SET body = ?, digest = ? WHERE run_id = ?", (old_body, old_digest,
