@@ -13,5 +13,11 @@ from modes import (  # noqa: F401  (registers)
     workflow_routed,
 )
 from modes.base import MODES, RENAMED, Mode, get_mode, mode, select_modes
+from modes.runtimes import (
+    langgraph_react,  # noqa: F401  (registers)
+    langgraph_workflow,  # noqa: F401  (registers)
+    openai_agents,  # noqa: F401  (registers)
+    pydantic_ai,  # noqa: F401  (registers)
+)
 
 __all__ = ["MODES", "RENAMED", "Mode", "get_mode", "mode", "select_modes"]

@@ -15,6 +15,10 @@ from harness.core.signals import RunInterrupted, StopRequest
 from harness.core.store import VirtualStore
 from harness.errors import ModelError, UnknownNameError, UserInputError
 from harness.records.checkpoint import HumanDecision
+
+# crash_point(): an adapter calls it right after its framework's own durable write (a checkpointer's, a saved run
+# state), so the crash sweep kills there too (BENCH_KILL_AFTER_WRITES); outside tests it does nothing
+from harness.records.write_faults import wrote as crash_point
 from harness.scenario.json_schema import check_for
 from harness.scenario.model import PLAN_REVIEW, ActionSpec, AnswerPolicy, Condition, Node, Scenario
 from harness.scenario.paths import MISSING, collect, field_names, field_values
@@ -54,6 +58,7 @@ __all__ = [
     "VirtualStore",
     "check_for",
     "collect",
+    "crash_point",
     "field_names",
     "field_values",
     "judge",

@@ -1,7 +1,8 @@
 """Continuing a matrix that was cut short: keep every run that has a final summary, drop the partial ones cleanly.
 
 A run is finished when its trace holds a summary whose status is not ``interrupted`` (suspended counts:
-it is a stop, resumable with ``bench resume``). Every other line of a dropped run, a torn last line, and
+it is a stop, resumable with ``bench resume``, once its checkpoint is saved: a run killed between its suspended
+summary and its checkpoint could never be decided, so it is dropped and run again). Every other line of a dropped run, a torn last line, and
 the dropped runs' recorded exchanges and checkpoints are removed by rewriting each file to a temporary
 copy, flushed, then put in place atomically: a crash during the rewrite leaves the old file whole.
 """
@@ -38,10 +39,15 @@ def keep_finished_runs(folder: Path) -> Kept:
     """Rewrites the folder's trace (and recording, and checkpoints) down to its finished runs."""
     # Lines that do not name their run (a hand-edited or foreign line) belong to no run: they are dropped.
     events = [event for _, event in _lines(folder / TRACE_FILE) if isinstance(event.get("run_id"), str)]
+    last_status: dict[str, Any] = {}
+    for e in events:
+        if e.get("kind") == "summary":
+            last_status[e["run_id"]] = _outcome(e).get("status")
+    saved = _checkpointed(folder / CHECKPOINT_FILE)
     finished_ids = {
-        e["run_id"]
-        for e in events
-        if e.get("kind") == "summary" and _outcome(e).get("status") not in (None, "interrupted")
+        run_id
+        for run_id, status in last_status.items()
+        if status not in (None, "interrupted") and (status != "suspended" or run_id in saved)
     }
     started = {e["run_id"] for e in events}
     dropped = sorted(started - finished_ids)
@@ -113,6 +119,17 @@ def _rewrite(path: Path, keep: Callable[[dict[str, Any]], bool]) -> None:
     except OSError as exc:  # a full disk: the old file stays whole, no temporary file is left behind
         tmp.unlink(missing_ok=True)
         raise WriteFailed(path, exc.strerror or str(exc)) from None
+
+
+def _checkpointed(path: Path) -> set[str]:
+    """The runs the checkpoint database holds a row for (none when there is no database yet)."""
+    if not path.exists():
+        return set()
+    with closing(sqlite3.connect(path)) as db:
+        try:
+            return {row[0] for row in db.execute("SELECT run_id FROM checkpoints")}
+        except sqlite3.DatabaseError:  # no table yet, or not a database: no run can be resumed from it
+            return set()
 
 
 def _drop_checkpoints(path: Path, run_ids: list[str]) -> None:

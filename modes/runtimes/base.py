@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import importlib.util
 from abc import abstractmethod
+from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from harness.core import HumanDecision, ModeResult, RunContext
 from modes.base import Mode
@@ -35,6 +36,13 @@ class RuntimeMode(Mode):
     framework: ClassVar[str] = ""  # the import name that must be there, e.g. "langgraph"
     extra: ClassVar[str] = ""  # the optional extra that installs it: pip install 'bench[EXTRA]'
     distributions: ClassVar[tuple[str, ...]] = ()  # the distributions whose versions the manifest records
+    # Bring your own agent (``--mode FILE.py:FACTORY``, docs/runtimes.md). ``own_agent``: what a user's factory is
+    # given and returns, for an adapter that can run one ("" for one that cannot), e.g. "build(tools, model) -> a
+    # StateGraph"; the loader (harness/matrix/custom_mode.py) picks the adapter of the factory's framework and
+    # registers a subclass with ``agent_factory`` set, which the adapter then calls with its tools and model
+    # instead of building its own agent.
+    own_agent: ClassVar[str] = ""
+    agent_factory: ClassVar[Callable[[Any, Any], Any] | None] = None
 
     @classmethod
     def missing(cls) -> str | None:

@@ -30,13 +30,14 @@ from harness.records.trace import TraceEvent, read_events
 from harness.records.write_faults import KILL_AFTER_WRITES
 from harness.scenario.load import load_all
 from modes import MODES
+from modes.base import is_runtime
 from tests.helpers.bench import ROOT, SCENARIOS, bench_child, bench_process, wait_for
 from tests.helpers.fault_server import FaultServer
 
 LIBRARY = load_all(SCENARIOS)
 REVISION = "tighten the synopsis"
 
-# The smallest set of runs that covers every suspending mode and every shape of several stops, with
+# The smallest set of runs that covers every suspending mode of bench's own and every shape of several stops, with
 # scripted:compliant: a mode's own review then the story's gates (hybrid_planner, three stops), two gates of a
 # story one after the other, a rejection at the second, and the same gate again after a revision.
 STORIES: dict[str, tuple[str, list[str]]] = {
@@ -120,7 +121,10 @@ def stories(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Story],
 
 def test_the_sweep_covers_every_suspending_mode_and_every_shape_of_several_stops(stories):
     found, _ = stories
-    assert set(found) == {name for name, cls in MODES.items() if cls.hard_gate}  # a new one joins the sweep
+    # a new one joins the sweep. The runtime adapters have their own (tests/e2e/test_runtime_crashes.py, every one in
+    # scripts/runtime_crashes.py): what a framework runs again after a kill is measured there, so their recovered
+    # trace is not held to be the uninterrupted one's, as here.
+    assert set(found) == {name for name, cls in MODES.items() if cls.hard_gate and not is_runtime(cls)}
     shapes = {mode: story.gates for mode, story in found.items()}
     assert shapes["hybrid_planner"] == ["plan_review", "synopsis_approval", "publish_approval"]
     assert shapes["plan_execute_replan"] == ["synopsis_approval", "publish_approval"]

@@ -1,0 +1,80 @@
+"""What the LangGraph adapters share before LangGraph is imported: the extra, the versions, telemetry off, and what an
+approval ``interrupt()`` asks and is answered.
+
+This module imports no framework code, so both modes register without the extra; ``load`` is what they call at the
+top of ``run`` and ``resume``, before their LangGraph-bound code is imported.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection
+from typing import ClassVar, Literal, TypedDict
+
+from harness.core import HumanDecision, RunContext, UserInputError
+from modes.runtimes.base import RuntimeMode
+
+# When LangGraph writes a checkpoint: "async" (its default: while the next step runs), "sync" (before the next step
+# starts) or "exit" (only when the graph stops).
+Durability = Literal["sync", "async", "exit"]
+# LangChain sends traces to LangSmith when these say so; bench's runs never leave the machine. (The runner sets them
+# too, harness/matrix/frameworks.py; a mode cannot import it, and may run without the runner: a test, the API.)
+TELEMETRY_OFF = {"LANGCHAIN_TRACING_V2": "false", "LANGSMITH_TRACING": "false", "LANGSMITH_TRACING_V2": "false"}
+
+
+class LangGraphMode(RuntimeMode):
+    """A mode whose agent is a LangGraph graph, checkpointed in the run folder (``langgraph.sqlite``)."""
+
+    framework = "langgraph"
+    extra = "langgraph"
+    distributions = ("langgraph", "langgraph-checkpoint-sqlite", "langchain-core")
+    # When LangGraph writes its checkpoints (``Durability``; LangGraph's default). What a crash between a tool's
+    # commit and the next checkpoint repeats depends on it.
+    durability: ClassVar[Durability] = "async"
+    PARAMETERS = ("durability",)
+
+    def load(self) -> None:
+        """Refuses the run in one line naming the extra when LangGraph is missing; turns LangSmith off before any
+        LangChain import."""
+        problem = self.missing()
+        if problem is not None:
+            raise UserInputError(problem)
+        os.environ.update(TELEMETRY_OFF)
+
+
+class GateRequest(TypedDict):
+    """What an interrupt asks: approval of ``gate``, at ``step``, for a gated tool's ``action`` or a ``node``."""
+
+    gate: str
+    step: int
+    action: str | None
+    node: str | None
+
+
+class GateAnswer(TypedDict, total=False):
+    """The resume value: the decision (approve or revise, with its note), or why nobody could be asked."""
+
+    decision: Literal["approve", "revise"]
+    note: str
+    who: str
+    blocked: str  # the blocked request's observation line
+    reason: str  # the blocked request's reason, as a node's failure
+
+
+def decision_of(gate: str, answer: GateAnswer) -> HumanDecision:
+    """The decision an answer carries, for the lines the agent is told."""
+    return HumanDecision(
+        gate=gate, decision=answer.get("decision", "approve"), who=answer.get("who", ""), note=answer.get("note", "")
+    )
+
+
+def open_gates(ctx: RunContext) -> list[str]:
+    """The gates open now, as a node saves them in the graph's state: a node LangGraph runs again after a resume
+    decides from what was saved, so it reaches the same ``interrupt()`` and gets its answer."""
+    return sorted(ctx.open_gates())
+
+
+def gate_closed(ctx: RunContext, saved_open: Collection[str] | None, gate: str) -> bool:
+    """Whether a gate stops a node: closed in the graph's saved state (``open_gates``; None: nothing saved), or
+    closed now."""
+    return (saved_open is not None and gate not in saved_open) or not ctx.approved(gate)

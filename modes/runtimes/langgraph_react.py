@@ -1,0 +1,134 @@
+"""ReAct on LangGraph: a model node and a ``ToolNode`` in a loop, until the model answers without a tool call.
+
+The agent is LangGraph's own loop, built as its ``ToolNode`` documentation recommends now that ``create_react_agent``
+is deprecated (LangGraph 1.x points to ``langchain.agents.create_agent``, outside LangGraph): a ``StateGraph`` over a
+message list, the model node, ``ToolNode`` and ``tools_condition``. bench's model answers the model node
+(``langchain_bridge.BenchChatModel``), each tool is a scenario action through the gateway, and a tool whose gate is
+closed calls ``interrupt()`` before its body runs, so LangGraph stops there until someone decides. The model node
+saves which gates were open when the model chose its calls: a tool LangGraph runs again after a resume decides from
+that, reaches the same ``interrupt()`` and gets the decision. The model itself keeps the step budget (``StepsSpent``).
+
+A user's own graph (``--mode FILE.py:FACTORY``, docs/runtimes.md) runs here in place of the built one: the factory
+gets the same tools and model and returns a ``StateGraph`` over ``messages``, compiled with the run's checkpointer.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from harness.core import HumanDecision, ModeResult, RunContext
+from modes.base import mode
+from modes.prompting import system_message
+from modes.react import ANSWER, INSTRUCTIONS
+from modes.runtimes.langgraph_base import LangGraphMode, open_gates
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.tools import BaseTool
+    from langgraph.checkpoint.base import BaseCheckpointSaver
+    from langgraph.pregel import Pregel
+
+# Graph steps a user's graph may take per tool call before LangGraph's recursion limit ends the run (bench's own
+# graph takes two: the model node, then the tools).
+USER_GRAPH_STEPS_PER_CALL = 10
+
+
+@mode("langgraph_react")
+class LangGraphReAct(LangGraphMode):
+    summary = "A LangGraph ReAct agent (model node and ToolNode); a gated tool interrupts the graph before it runs."
+    decides = "the model, inside LangGraph's agent loop"
+    visible = "all actions, as the agent's tools"
+    stopper = "LangGraph's interrupt(): a tool whose gate is closed stops the graph; else the model's final answer"
+    intervention = "an approval of each gated tool call, through LangGraph's checkpointed interrupt"
+    autonomy = "chooses tools, order, retries and when to stop; a gated call waits for its approval"
+    spectrum = 12  # runtime adapters come after bench's ten: LangGraph's workflow (11), this agent, then the others
+    hard_gate = True  # every tool whose gate is closed interrupts before its body reaches the gateway
+    own_agent = (
+        "build(tools, model) -> a LangGraph StateGraph over 'messages', not compiled (bench compiles it with the "
+        "run's checkpointer); tools: the scenario's actions as LangChain tools, model: a LangChain chat model"
+    )
+
+    async def run(self, ctx: RunContext) -> ModeResult:
+        self.load()
+        return await run_agent(ctx, self, None)
+
+    async def resume(self, ctx: RunContext, decision: HumanDecision) -> ModeResult:
+        self.load()
+        return await run_agent(ctx, self, decision)
+
+
+async def run_agent(ctx: RunContext, agent: LangGraphReAct, decision: HumanDecision | None) -> ModeResult:
+    """The agent's graph on the run's thread, from the start or, with ``decision``, from its pending interrupts."""
+    from langchain_core.messages import HumanMessage, SystemMessage
+    from langgraph.errors import GraphRecursionError
+
+    from modes.runtimes.langchain_bridge import (
+        QUESTION,
+        BenchChatModel,
+        Escaped,
+        StepsSpent,
+        gateway_tools,
+        tool_calls_in,
+    )
+    from modes.runtimes.langgraph_driver import GraphRun, checkpointer
+
+    scenario = ctx.scenario
+    tools = gateway_tools(ctx, [spec.name for spec in scenario.actions])
+    model = BenchChatModel(ctx)
+    factory = type(agent).agent_factory
+    limit = (2 if factory is None else USER_GRAPH_STEPS_PER_CALL) * (ctx.limits.max_steps + 1) + 1
+    try:
+        async with checkpointer(ctx) as saver:
+            if factory is None:
+                graph = agent_graph(tools, model, saver, ctx)
+            else:
+                graph = factory(tools, model).compile(checkpointer=saver)
+            run = GraphRun(ctx, graph, recursion_limit=limit, durability=agent.durability)
+            if decision is not None:
+                state = await run.resume(decision)
+            else:
+                system = system_message(scenario, INSTRUCTIONS, scenario.actions, ANSWER)["content"]
+                messages = [SystemMessage(system), HumanMessage(QUESTION)]
+                state = await run.start({"messages": messages, "open_gates": open_gates(ctx)})
+    except Escaped as escaped:
+        raise escaped.inner from None
+    except StepsSpent as spent:
+        ctx.decide(spent.step, "framework", spent.proposed, "step_limit", {"max_steps": ctx.limits.max_steps})
+        return ModeResult("step_limit")
+    except GraphRecursionError:
+        ctx.decide(ctx.limits.max_steps + 1, "framework", None, "step_limit", {"recursion_limit": limit})
+        return ModeResult("step_limit")
+    step = len(tool_calls_in(state["messages"])) + 1
+    ctx.decide(step, "framework", scenario.finish_action.name, "run_finished")
+    return ModeResult("finished")
+
+
+def agent_graph(tools: list[BaseTool], model: BaseChatModel, saver: BaseCheckpointSaver, ctx: RunContext) -> Pregel:
+    """LangGraph's agent loop: the model node, then the tools it called, until it answers without one."""
+    from typing import Annotated, TypedDict
+
+    from langchain_core.messages import AnyMessage
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.graph.message import add_messages
+    from langgraph.prebuilt import ToolNode, tools_condition
+
+    # messages: the conversation; open_gates: the gates open when the model chose its latest calls. (Built here, as
+    # LangGraph reads the messages' reducer from the annotation, which must be an object, not a string.)
+    AgentState = TypedDict(  # noqa: UP013
+        "AgentState",
+        {"messages": Annotated[list[AnyMessage], add_messages], "open_gates": list[str]},
+        total=False,
+    )
+    bound = model.bind_tools(tools)
+
+    async def agent(state: Any) -> dict[str, Any]:
+        reply = await bound.ainvoke(state["messages"])
+        return {"messages": [reply], "open_gates": open_gates(ctx)}
+
+    graph = StateGraph(AgentState)
+    graph.add_node("agent", agent)
+    graph.add_node("tools", ToolNode(tools))
+    graph.add_edge(START, "agent")
+    graph.add_conditional_edges("agent", tools_condition, ["tools", END])
+    graph.add_edge("tools", "agent")
+    return graph.compile(checkpointer=saver)
