@@ -1,10 +1,10 @@
 """Continuing a matrix that was cut short: keep every run that has a final summary, drop the partial ones cleanly.
 
-A run is finished when its trace holds a summary whose status is not ``interrupted`` (suspended counts:
-it is a stop, resumable with ``bench resume``, once its checkpoint is saved: a run killed between its suspended
-summary and its checkpoint could never be decided, so it is dropped and run again). Every other line of a dropped run, a torn last line, and
-the dropped runs' recorded exchanges and checkpoints are removed by rewriting each file to a temporary
-copy, flushed, then put in place atomically: a crash during the rewrite leaves the old file whole.
+A run is finished when its trace holds a summary whose status is not ``interrupted`` (suspended counts: it is a
+stop, resumable with ``bench resume``, once its checkpoint is saved; a run killed between its suspended summary and
+its checkpoint could never be decided, so it is dropped and run again). Every other line of a dropped run, a torn
+last line, and the dropped runs' recorded exchanges and checkpoints are removed by rewriting each file to a
+temporary copy, flushed, then put in place atomically: a crash during the rewrite leaves the old file whole.
 """
 
 from __future__ import annotations
