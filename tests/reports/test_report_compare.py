@@ -115,8 +115,9 @@ def test_compare_of_the_committed_enforce_and_audit_recordings(tmp_path, monkeyp
     )
     assert code == 1  # plan_execute and react commit premature side effects once nothing blocks them
     assert err.splitlines()[0].startswith("warning: gateway policies differ: A enforce; B audit")
-    first = [line for line in out.splitlines() if line.strip()][2:8]
-    assert first[0].split()[:1] == ["mode"] and any("REGRESSION" in line for line in first)
+    table = [line for line in out.splitlines() if line.strip()][2:]
+    assert table[0].split()[:1] == ["mode"]
+    assert any(line.startswith("react ") and "REGRESSION: premature side effects rose" in line for line in table)
     assert (tmp_path / "c" / "compare.md").exists()
 
 

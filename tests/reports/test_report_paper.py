@@ -85,9 +85,10 @@ def test_latex_has_caption_label_right_aligned_numbers_and_math_powers(recorded_
     latex = (recorded_report / "tables" / "pass_k_by_mode.tex").read_text()
     assert "\\caption{pass$^{k}$ over trials (model smollm2-135m" in latex
     assert "\\label{tab:pass-k-by-mode}" in latex
-    assert "pass$^{1}$ & pass$^{2}$" in latex and "\\^{}" not in latex
+    powers = re.findall(r"pass\$\^\{(\d+)\}\$", latex)  # the columns: pass^1 .. pass^k, k up to the trials
+    assert powers and powers == [str(k) for k in range(1, len(powers) + 1)] and "\\^{}" not in latex
     spec = re.search(r"\\begin\{tabular\}\{([lr]+)\}", latex).group(1)
-    assert spec == "ll" + "r" * 5  # mode and policy left, the five pass^k columns right
+    assert spec == "ll" + "r" * len(powers)  # mode and policy left, the pass^k columns right
     assert latex_escape("50% of a_b") == "50\\% of a\\_b"
 
 
@@ -119,7 +120,9 @@ def test_every_figure_title_names_model_policy_trials_and_n():
     for plot in plots_for([RECORDED_MODEL, AUDIT]):
         title = plot.figure.get_suptitle()
         assert "model smollm2-135m" in title and "gateway enforce, audit" in title, title
-        assert "5 trials" in title and "n = 1300 judged runs" in title, title
+        recorded = json.loads((RECORDED_MODEL / "manifest.json").read_text())
+        trials = f"{recorded['trials']} trial" + ("s" if recorded["trials"] > 1 else "")
+        assert trials in title and f"n = {2 * recorded['runs']} judged runs" in title, title
 
 
 def test_legends_sit_outside_the_data(tmp_path):
@@ -146,7 +149,8 @@ def test_by_scenario_draws_a_heatmap_not_a_column_of_bars():
     panels = [ax for ax in heat.axes if ax.images]
     assert len(panels) == 2  # one per gateway policy
     assert next(t.get_text() for t in panels[-1].get_xticklabels()) == "bank_transfer_compliance"
-    assert any(t.get_text() == "5/5" for t in panels[0].texts)  # correct / judged in the cells
+    trials = json.loads((RECORDED_MODEL / "manifest.json").read_text())["trials"]
+    assert any(t.get_text() == f"{trials}/{trials}" for t in panels[0].texts)  # correct / judged in the cells
     assert heat.get_size_inches()[0] <= 7.3  # a paper's text width
     recorded = json.loads((RECORDED_MODEL / "manifest.json").read_text())["modes"]  # the recording's own modes
     assert len(plots["verdicts"].figure.axes[0].get_yticklabels()) == 2 * len(recorded)  # the others: mode x policy
