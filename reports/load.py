@@ -3,7 +3,8 @@
 Clean stretches of a file go through pyarrow's multithreaded JSON reader with an explicit, projected
 schema derived from the trace models (reports/trace_columns.py); fields the reports do not use are skipped by
 the C++ parser. Only a chunk that fails to parse is re-read line by line, so one corrupt line costs one
-chunk's worth of Python work. Then the whole table is checked at once, in Arrow:
+chunk's worth of Python work. Each chunk is checked in Arrow and folded into compact columns
+(reports/event_store.py), so memory grows with the columns kept, not with the file. What it refuses to guess:
 
 - a line that is not an event (a required field missing, an unknown kind) is skipped and named;
 - a summary whose outcome lacks a required field, or holds an unknown status or verdict, is skipped and
@@ -32,16 +33,14 @@ import pyarrow.json as pj
 
 from harness.errors import UserInputError
 from harness.records.trace import SCHEMA_VERSION
+from reports.event_store import EVENT_COLUMNS, EventStore
 from reports.manifests import RunInfo, read_run_info
 from reports.trace_columns import (
     EVENT_LITERALS,
     KNOWN_VERSIONS,
-    OUTCOME_COLUMNS,
-    OUTCOME_DEFAULTS,
     OUTCOME_LITERALS,
     REQUIRED_EVENT_FIELDS,
     SCHEMA,
-    TOKEN_COLUMNS,
     required_outcome_fields,
 )
 
@@ -49,51 +48,6 @@ CHUNK_BYTES = 8 << 20  # the unit of fallback: a corrupt line re-reads at most t
 TRACE_FILE = "traces.jsonl"
 SHOWN_PLACES = 3  # duplicate places named in one error line
 _PARSE = pj.ParseOptions(explicit_schema=SCHEMA, unexpected_field_behavior="ignore")
-_FLAT_EVENT = {
-    **{f"usage.{name}": name for name in TOKEN_COLUMNS},
-    "error.kind": "error_kind",
-    "detail.purpose": "purpose",
-}
-EVENT_COLUMNS = (
-    "source",
-    "file",
-    "line",
-    "run_id",
-    "scenario",
-    "mode",
-    "model",
-    "gateway_policy",
-    "trial",
-    "seq",
-    "step",
-    "ts",
-    "decision_maker",
-    "kind",
-    "action",
-    "result",
-    "latency_ms",
-    *_FLAT_EVENT.values(),
-)
-CATEGORIES = (
-    "source",
-    "file",
-    "run_id",
-    "scenario",
-    "mode",
-    "model",
-    "gateway_policy",
-    "decision_maker",
-    "kind",
-    "action",
-    "result",
-    "error_kind",
-    "purpose",
-    "status",
-    "suspended_at",
-    "expected_stop",
-    "stop_verdict",
-    "subject",
-)
 RUN_KEYS = ("source", "file", "line", "run_id", "scenario", "mode", "model", "trial", "summaries")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
@@ -155,11 +109,22 @@ def clean_text(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def load_traces(paths: Path | str | Iterable[Path | str], *, chunk_bytes: int = CHUNK_BYTES) -> Traces:
+def load_traces(
+    paths: Path | str | Iterable[Path | str],
+    *,
+    chunk_bytes: int = CHUNK_BYTES,
+    columns: Iterable[str] | None = None,
+    outcome_lists: bool = True,
+) -> Traces:
     """Loads run folders (or traces.jsonl files) into pandas; the notebook entry point.
 
     >>> traces = load_traces(["results/run-a", "results/run-b"])
     >>> traces.runs.groupby(["gateway_policy", "mode"]).stop_correct.mean()
+
+    ``columns`` keeps only those event columns (``complete`` always): each chunk is folded into them as it
+    is read, so memory grows with the columns kept, not with the lines' size (bench report keeps the dozen
+    its metrics read, and reports ten million events within 2 GiB). ``outcome_lists=False`` leaves the
+    outcome's list columns (violations, stops) out of the runs frame; ``violations`` still has every one.
 
     Raises ``UserInputError`` (one line) for mixed schema versions and conflicting duplicate lines.
     """
@@ -175,8 +140,9 @@ def load_traces(paths: Path | str | Iterable[Path | str], *, chunk_bytes: int = 
             continue
         seen[real] = file
         files.append(file)
-    tables: list[pa.Table] = []
+    store = EventStore(files, _wanted(columns), outcome_lists)
     skipped: list[SkippedLine] = []
+    versions: list[tuple[int, int]] = []  # each (file, schema_version) once, in line order
     lines = 0
     for index, file in enumerate(files):
         try:
@@ -184,21 +150,16 @@ def load_traces(paths: Path | str | Iterable[Path | str], *, chunk_bytes: int = 
                 lines += counted
                 skipped.extend(bad)
                 if table.num_rows:
-                    tables.append(table.append_column("file", pa.array(np.full(table.num_rows, index, np.int32))))
+                    table = table.append_column("file", pa.array(np.full(table.num_rows, index, np.int32)))
+                    skipped.extend(_check_chunk(table, files, versions, store))
         except OSError as exc:
             raise UserInputError(f"{file}: cannot read ({exc.strerror or exc})") from None
-    table = pa.concat_tables(tables) if tables else _empty_with_lines().append_column("file", pa.array([], pa.int32()))
-    table, bad = _check_events(table, files)
-    skipped.extend(bad)
-    version = _one_version(table, files)
-    table, bad = _check_summaries(table, files, version)
-    skipped.extend(bad)
-    codes, run_ids = _run_codes(table)
-    table, codes, repeated = _drop_identical_duplicates(table, files, codes)
-    warnings.extend(repeated)
+    version = _one_version(versions, files)
+    pa.default_memory_pool().release_unused()  # the parsed chunks' pages, for the frames to come
+    warnings.extend(_drop_identical_duplicates(store, files))
     run_info = [info for info in (read_run_info(f.parent) for f in files) if info is not None]
     warnings.extend(info.problem for info in run_info if info.problem)
-    events, runs, violations, unfinished = _frames(table, codes, len(run_ids), files, run_info)
+    events, runs, violations, unfinished = store.frames(run_info)
     if unfinished:
         warnings.append(
             f"{unfinished} run(s) have events after their last summary (a resume that did not finish); "
@@ -216,6 +177,34 @@ def load_traces(paths: Path | str | Iterable[Path | str], *, chunk_bytes: int = 
         run_info=run_info,
         schema_version=version,
     )
+
+
+def _wanted(columns: Iterable[str] | None) -> tuple[str, ...]:
+    """The event columns to keep, in EVENT_COLUMNS order; a name that is not one is a programming error."""
+    if columns is None:
+        return EVENT_COLUMNS
+    asked = set(columns) - {"complete"}
+    unknown = asked - set(EVENT_COLUMNS)
+    if unknown:
+        raise ValueError(f"load_traces: unknown event columns {sorted(unknown)}; known: {', '.join(EVENT_COLUMNS)}")
+    return tuple(name for name in EVENT_COLUMNS if name in asked)
+
+
+def _check_chunk(
+    table: pa.Table, files: list[Path], versions: list[tuple[int, int]], store: EventStore
+) -> list[SkippedLine]:
+    """Checks one chunk's lines, notes their schema versions and hands the valid ones to the store."""
+    table, skipped = _check_events(table, files)
+    if not table.num_rows:
+        return skipped
+    found = pd.DataFrame({"file": table["file"].to_numpy(), "version": _versions(table)}).drop_duplicates()
+    known = set(versions)
+    versions += [p for p in zip(found["file"].tolist(), found["version"].tolist(), strict=True) if p not in known]
+    # Every line has the first version seen, or the load ends in a mixed-version error (_one_version).
+    table, bad = _check_summaries(table, files, versions[0][1])
+    if table.num_rows:
+        store.add(table)
+    return skipped + bad
 
 
 # ---------------------------------------------------------------- reading
@@ -345,7 +334,7 @@ def _empty_with_lines() -> pa.Table:
     return _empty().append_column("line", pa.array([], pa.int64()))
 
 
-# ---------------------------------------------------------------- checks over the whole table
+# ---------------------------------------------------------------- checks, chunk by chunk, and over every line
 
 
 def _numpy(mask: pa.ChunkedArray | pa.Array) -> np.ndarray:
@@ -394,13 +383,14 @@ def _versions(table: pa.Table) -> np.ndarray:
     return pc.fill_null(table["schema_version"], SCHEMA_VERSION).to_numpy()
 
 
-def _one_version(table: pa.Table, files: list[Path]) -> int | None:
-    """The single schema_version of every line; unknown or mixed versions are a user error naming the files."""
-    if not table.num_rows:
+def _one_version(pairs: list[tuple[int, int]], files: list[Path]) -> int | None:
+    """The single schema_version of every line; unknown or mixed versions are a user error naming the files.
+
+    ``pairs``: each (file, version) of the loaded lines once, in line order.
+    """
+    if not pairs:
         return None
-    versions = _versions(table)
-    file_index = table["file"].to_numpy()
-    found = pd.DataFrame({"file": file_index, "version": versions}).drop_duplicates()
+    found = pd.DataFrame(pairs, columns=["file", "version"])
     unknown = found.loc[~found["version"].isin(KNOWN_VERSIONS)]
     if not unknown.empty:
         row = unknown.iloc[0]
@@ -454,32 +444,19 @@ def _check_summaries(table: pa.Table, files: list[Path], version: int | None) ->
     return _drop_rows(table, files, keep, reasons)
 
 
-def _run_codes(table: pa.Table) -> tuple[np.ndarray, pa.Array]:
-    """Each row's run as a small integer, and the run ids those integers stand for."""
-    if not table.num_rows:
-        return np.array([], np.int64), pa.array([], pa.string())
-    encoded = pc.dictionary_encode(table["run_id"].combine_chunks())
-    return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), encoded.dictionary
-
-
-def _drop_identical_duplicates(
-    table: pa.Table, files: list[Path], codes: np.ndarray
-) -> tuple[pa.Table, np.ndarray, list[str]]:
+def _drop_identical_duplicates(store: EventStore, files: list[Path]) -> list[str]:
     """The same (run_id, seq) twice: read once if the lines are byte-identical, else a user error naming both."""
-    if not table.num_rows:
-        return table, codes, []
-    keys = pd.DataFrame({"run": codes, "seq": table["seq"].to_numpy()})
-    repeated = keys.duplicated(keep=False).to_numpy()
-    if not repeated.any():
-        return table, codes, []
+    repeated = _repeated(store.column("run_id"), store.column("seq"))
+    if repeated is None:
+        return []
     rows = np.flatnonzero(repeated)
     found = pd.DataFrame(
         {
             "row": rows,
-            "run": codes[rows],
-            "seq": keys["seq"].to_numpy()[rows],
-            "file": table["file"].to_numpy()[rows],
-            "line": table["line"].to_numpy()[rows],
+            "run": store.column("run_id")[rows].astype(np.int64),
+            "seq": store.column("seq")[rows].astype(np.int64),
+            "file": store.column("file")[rows],
+            "line": store.column("line")[rows].astype(np.int64),
         }
     )
     found = found.sort_values(["run", "seq", "file", "line"], kind="stable")
@@ -499,16 +476,19 @@ def _drop_identical_duplicates(
                 strict=True,
             )
         ]
-        run_id = table["run_id"][int(conflicts["row"].iloc[0])].as_py()
+        run_id = store.run_id(int(conflicts["run"].iloc[0]))
         more = f" (and {len(places) - SHOWN_PLACES} more)" if len(places) > SHOWN_PLACES else ""
         raise UserInputError(
             f"run {clean_text(run_id, 60)} seq {int(conflicts['seq'].iloc[0])} is on two different "
-            f"lines: {'; '.join(places[:SHOWN_PLACES])}{more}; one run id, one event each"
+            f"lines: {'; '.join(places[:SHOWN_PLACES])}{more}; a run id is its work unit's (seed, scenario, mode, "
+            "trial, model, policy, approver), so two folders that ran the same matrix hold the same ids: report "
+            "them one at a time, or compare them with bench compare"
         )
     later = found.loc[found.duplicated(["run", "seq"], keep="first")]
     originals = first.loc[later.index]
-    keep = np.ones(table.num_rows, dtype=bool)
+    keep = np.ones(store.rows, dtype=bool)
     keep[later["row"].to_numpy()] = False
+    store.drop(keep)
     warnings = []
     pairs = pd.DataFrame(
         {
@@ -525,7 +505,23 @@ def _drop_identical_duplicates(
             f"{files[int(str(orig))]} "
             f"(first: line {int(example['dup_line'])} = line {int(example['orig_line'])}); read once"
         )
-    return table.filter(pa.array(keep)), codes[keep], warnings
+    return warnings
+
+
+def _repeated(runs: np.ndarray, seq: np.ndarray) -> np.ndarray | None:
+    """Rows whose (run, seq) another row has too; None when there are none (the usual case: one sort tells)."""
+    if not len(runs):
+        return None
+    low, span = int(seq.min()), int(seq.max()) - int(seq.min()) + 1
+    if (int(runs.max()) + 1) * span >= 2**62:  # no one-integer key: pandas hashes the pairs
+        repeated = pd.DataFrame({"run": runs, "seq": seq}).duplicated(keep=False).to_numpy()
+        return repeated if repeated.any() else None
+    key = runs.astype(np.int64) * span + (seq.astype(np.int64) - low)
+    ordered = np.sort(key)
+    if not (ordered[1:] == ordered[:-1]).any():
+        return None
+    del ordered
+    return pd.Series(key, copy=False).duplicated(keep=False).to_numpy()
 
 
 def _line_digests(files: list[Path], wanted: Iterable[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
@@ -546,138 +542,3 @@ def _line_digests(files: list[Path], wanted: Iterable[tuple[int, int]]) -> dict[
                 if number >= last:
                     break
     return found
-
-
-# ---------------------------------------------------------------- frames
-
-
-def _frames(
-    table: pa.Table, codes: np.ndarray, runs_count: int, files: list[Path], run_info: list[RunInfo]
-) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, int]:
-    """The events frame and the runs frame (each complete run's last summary); also the runs left unfinished."""
-    n = table.num_rows
-    seq = table["seq"].to_numpy() if n else np.array([], np.int64)
-    is_summary = _numpy(pc.equal(table["kind"], "summary")) if n else np.array([], bool)
-    # The run's highest seq, and the row of its last summary.
-    last_seq = np.full(runs_count, np.iinfo(np.int64).min)
-    np.maximum.at(last_seq, codes, seq)
-    summary_rows = np.flatnonzero(is_summary)
-    order = summary_rows[np.lexsort((seq[summary_rows], codes[summary_rows]))]
-    last_summary = np.full(runs_count, -1)
-    last_summary[codes[order]] = order  # sorted by (run, seq): the last write per run wins
-    summaries = np.bincount(codes[summary_rows], minlength=runs_count)
-    has_summary = last_summary >= 0
-    complete = has_summary & (seq[np.where(has_summary, last_summary, 0)] == last_seq)
-    unfinished = int((has_summary & ~complete).sum())
-    picked = np.zeros(n, dtype=bool)  # the rows that become the runs table, in file order
-    picked[last_summary[complete]] = True
-
-    policy = _policies(table, codes, runs_count, picked, files, run_info)
-    flat = table.select([c for c in SCHEMA.names if c not in ("outcome",)] + ["file", "line"]).flatten()
-    sources = [str(f.parent) for f in files]
-    file_index = table["file"].to_numpy() if n else np.array([], np.int32)
-    columns: dict[str, pa.Array | pa.ChunkedArray] = {
-        "source": _dictionary(file_index, sources),
-        "file": _dictionary(file_index, [str(f) for f in files]),
-        "gateway_policy": _dictionary(codes, policy),
-        "complete": pa.array(complete[codes], pa.bool_()),
-    }
-    for name in EVENT_COLUMNS:
-        if name not in columns:
-            source_name = next((k for k, v in _FLAT_EVENT.items() if v == name), name)
-            columns[name] = flat[source_name]
-    events = pa.table({name: columns[name] for name in (*EVENT_COLUMNS, "complete")})
-
-    mask = pa.array(picked)
-    runs_table = table.select(["line", "run_id", "scenario", "mode", "model", "trial", "outcome"]).filter(mask)
-    outcome = (
-        runs_table["outcome"].combine_chunks() if runs_table.num_rows else pa.array([], SCHEMA.field("outcome").type)
-    )
-    run_columns: dict[str, pa.Array | pa.ChunkedArray] = {
-        "source": _dictionary(file_index[picked], sources),
-        "file": _dictionary(file_index[picked], [str(f) for f in files]),
-        **{name: runs_table[name] for name in ("line", "run_id", "scenario", "mode", "model", "trial")},
-        "summaries": pa.array(summaries[codes[picked]], pa.int64()),
-    }
-    for path, name in OUTCOME_COLUMNS.items():
-        run_columns[name] = _outcome_column(outcome, path.split(".")[1:])
-    runs = pa.table(run_columns)
-    return _to_pandas(events), _to_pandas(runs), _violations(outcome.field("violations")), unfinished
-
-
-def _violations(lists: pa.ListArray) -> pd.DataFrame:
-    """One row per oracle violation of a run: ``run`` (its row in the runs table), ``kind`` and ``subject``.
-
-    ``forbidden:deploy`` -> (forbidden, deploy); ``ungrounded:write_answer.claims[].doc_id='D-9'`` ->
-    (ungrounded, write_answer.claims[].doc_id): the value after '=' differs run to run, the subject does not.
-    """
-    flat = pc.fill_null(pc.list_flatten(lists), "")
-    parts = pc.extract_regex(flat, r"^(?P<kind>[^:]*):?(?P<subject>[^=]*)")
-    table = pa.table(
-        {
-            "run": pc.list_parent_indices(lists),
-            "kind": parts.field("kind"),
-            "subject": parts.field("subject"),
-            "text": flat,
-        }
-    )
-    return _to_pandas(table)
-
-
-def _dictionary(indices: np.ndarray, values: list[str] | pa.Array) -> pa.DictionaryArray:
-    """Row i holds values[indices[i]], dictionary-encoded with each distinct value once (pandas needs that)."""
-    encoded = pc.dictionary_encode(pa.array(values, pa.string()))
-    remap = encoded.indices.to_numpy(zero_copy_only=False)
-    return pa.DictionaryArray.from_arrays(
-        pa.array(remap[indices] if len(indices) else [], pa.int32()), encoded.dictionary
-    )
-
-
-def _outcome_column(outcome: pa.StructArray, names: list[str]) -> pa.Array:
-    """One outcome field as a column; a key of a present count record, or a field with a default, reads as 0.
-
-    A required field a line's version did not have yet (unauthorized_side_effects in schema 1) stays null:
-    unknown, never 0.
-    """
-    top = outcome.field(names[0])
-    if len(names) == 1:
-        default = OUTCOME_DEFAULTS.get(names[0])
-        return top if default is None else pc.fill_null(top, default)
-    child = top.field(names[1])
-    return pc.if_else(pc.is_valid(top), pc.fill_null(child, 0), pa.nulls(len(child), child.type))
-
-
-def _policies(
-    table: pa.Table, codes: np.ndarray, runs_count: int, picked: np.ndarray, files: list[Path], run_info: list[RunInfo]
-) -> pa.Array:
-    """Each run's gateway policy: its summary's, else its run_start's, else its folder manifest's, else 'unknown'."""
-    policy = np.full(runs_count, None, dtype=object)
-    if not runs_count:
-        return pa.array([], pa.string())
-    for mask, column in ((_numpy(pc.equal(table["kind"], "run_start")), "detail"), (picked, "outcome")):
-        if mask.any():
-            said = pc.struct_field(pc.filter(table[column], pa.array(mask)), "gateway_policy")
-            values = said.to_numpy(zero_copy_only=False)
-            present = _numpy(pc.is_valid(said))
-            policy[codes[mask][present]] = values[present]
-    missing = np.array([p is None for p in policy], dtype=bool)
-    if missing.any():
-        by_folder = {info.folder: info.gateway_policy for info in run_info if info.gateway_policy}
-        first_row = np.full(runs_count, -1)
-        first_row[codes[::-1]] = np.arange(len(codes))[::-1]
-        file_index = table["file"].to_numpy()
-        for code in np.flatnonzero(missing):
-            folder = str(files[int(file_index[first_row[code]])].parent)
-            policy[code] = by_folder.get(folder, "unknown")
-    return pa.array(policy, pa.string())
-
-
-def _to_pandas(table: pa.Table) -> pd.DataFrame:
-    columns = {}
-    for name in table.column_names:
-        column = table[name]
-        if name in CATEGORIES and not pa.types.is_dictionary(column.type):
-            column = column.dictionary_encode()
-        columns[name] = column
-    frame = pa.table(columns).to_pandas(self_destruct=True)
-    return frame

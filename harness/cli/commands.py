@@ -190,11 +190,12 @@ def run_command(
         list[str] | None, typer.Option("--scenario", "-s", metavar="NAME", help="'all' or scenario names.")
     ] = None,
     model: Annotated[
-        str | None,
+        list[str] | None,
         typer.Option(
             metavar="MODEL",
-            help="{models}; live reads LLM_API_URL, LLM_MODEL and LLM_API_KEY. "
-            "Default: replay of results/recorded/smollm2-135m.",
+            help="{models}; live reads LLM_API_URL, LLM_MODEL and LLM_API_KEY (the environment, else ./.env; "
+            "live:NAME asks for NAME, or the endpoint ./bench.toml sets for it). Repeat for a matrix per model in "
+            "one folder. Default: replay of results/recorded/smollm2-135m.",
         ),
     ] = None,
     trials: Annotated[
@@ -227,6 +228,13 @@ def run_command(
         ),
     ] = None,
     concurrency: Annotated[int, typer.Option(help="Runs (and live requests) in flight at once.")] = 1,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            help="Local worker processes for a scripted or replayed matrix (default: the cores, from 2,000 runs).",
+            show_default=False,
+        ),
+    ] = None,
     live: Annotated[bool, typer.Option("--live", help="Same as --model live.")] = False,
     local_model: Annotated[bool, typer.Option("--local-model", help="Same as --model local.")] = False,
     temperature: Annotated[float | None, typer.Option(help="Live: sampling temperature (default 0.7).")] = None,
@@ -332,11 +340,12 @@ def run_command(
             "approver": approver,
             "resume": resume,
             "label": label,
+            "workers": workers,
         }.items()
         if value is not None
     }
     spec = RunSpec.build(
-        env=os.environ,  # the key is read from the environment here, and only here
+        env=_environment(),  # the key is read from the environment (or ./.env) here, and only here
         concurrency=concurrency,
         command=sys.argv,
         **given,
@@ -356,6 +365,7 @@ def run_command(
             notify=_note,
             on_plan=lambda matrix: progress.plan(matrix.size),
             on_event=progress.listener,
+            on_model=lambda label: setattr(tally, "model", label),
         )
     _echo(tally.table())
     named = f"run {printable(result.manifest.label, one_line=True)!r}: " if result.manifest.label else ""
@@ -364,12 +374,20 @@ def run_command(
     _exit_with(result.exit_status())
 
 
-def _model_alias(model: str | None, live: bool, local_model: bool) -> str | None:
+def _model_alias(model: list[str] | None, live: bool, local_model: bool) -> list[str] | None:
     """--live and --local-model are the old spellings of --model live and --model local."""
     alias = "local" if local_model else "live" if live else None
-    if alias is not None and model is not None and model != alias:
-        raise UserInputError(f"--model {model} cannot be combined with --{'local-model' if local_model else 'live'}")
-    return alias or model
+    if alias is not None and model and model != [alias]:
+        shown = " --model ".join(model)
+        raise UserInputError(f"--model {shown} cannot be combined with --{'local-model' if local_model else 'live'}")
+    return [alias] if alias is not None else model
+
+
+def _environment() -> dict[str, str]:
+    """The variables live settings are read from: the environment, with ./.env filling in what it leaves unset."""
+    from harness.models.dotenv import working_environment
+
+    return working_environment()
 
 
 def _note(line: str) -> None:
@@ -459,7 +477,7 @@ def probe_command(
     from harness.matrix.catalog import probe_endpoint
 
     description, rows = probe_endpoint(
-        "local" if local_model else model, env=os.environ, provider=provider, timeout_s=timeout, notify=_note
+        "local" if local_model else model, env=_environment(), provider=provider, timeout_s=timeout, notify=_note
     )
     _echo(description)
     _echo(
@@ -525,7 +543,7 @@ def resume_command(
         who=who or (_user_name(getpass) if decision is not None else ""),
         note=note,
         gate=gate,
-        env=os.environ,
+        env=_environment(),
         scenarios_dir=scenarios_dir,
         notify=_note,
         started=_command_started,
@@ -634,6 +652,43 @@ def report_command(
     )
 
 
+@bench_command("export")
+def export_command(
+    folder: Annotated[
+        Path, typer.Argument(metavar="DIR", help="A run folder (or its traces.jsonl).", show_default=False)
+    ],
+    export_format: Annotated[
+        Literal["parquet", "inspect"],
+        typer.Option(
+            "--format",
+            help="parquet: runs.parquet and events.parquet; inspect: one inspect_ai log per model, mode and policy "
+            "(needs the [inspect] extra).",
+        ),
+    ] = "parquet",
+    out: Annotated[Path | None, typer.Option(metavar="DIR", help="Output folder (default: DIR/export/).")] = None,
+) -> None:
+    """Runs and events as Parquet tables, or inspect_ai eval logs for inspect view (docs/running.md)."""
+    if export_format == "parquet":
+        from reports.export_parquet import export_parquet
+
+        tables = export_parquet(folder, out)
+        files, warnings, where = tables.files, tables.warnings, tables.out
+        said = f"{tables.runs} runs, {tables.events} events"
+    else:
+        from reports.export_inspect import export_inspect
+
+        logs = export_inspect(folder, out)
+        files, warnings, where = logs.files, logs.warnings, logs.out
+        said = f"{logs.runs} runs in {len(logs.files)} logs"
+    for line in warnings:
+        _echo(f"warning: {line}", err=True)
+    for file in files:
+        _echo(_relative(file))
+    _echo(f"{said} exported to {_relative(where)}")
+    if export_format == "inspect":
+        _echo(f"open them with: inspect view --log-dir {_relative(where)}")
+
+
 @bench_command("compare")
 def compare_command(
     dir_a: Annotated[Path, typer.Argument(metavar="DIR_A", help="The baseline run folder (A).", show_default=False)],
@@ -644,8 +699,9 @@ def compare_command(
     alpha: Annotated[
         float | None,
         typer.Option(
-            help="Flag a change only if a one-sided Fisher exact test gives p < ALPHA, and print p (for sampled live "
-            "runs; default: flag any change)."
+            help="Flag a change only if its one-sided exact test (McNemar on twin runs when both sides recorded the "
+            "same cells, else Fisher), Holm-corrected over every test, gives p < ALPHA, and print p (for sampled "
+            "live runs; default: flag any change)."
         ),
     ] = None,
     formats: Annotated[
@@ -677,6 +733,9 @@ def compare_command(
     changed = comparison.table()
     _echo()
     _echo(to_terminal(changed) if changed.rows else "no metric changed")
+    if alpha is not None:
+        _echo()
+        _echo(comparison.significance)
     if out is not None:
         written = write_comparison(comparison, out, chosen)
         _echo()

@@ -30,6 +30,7 @@ class StopRequest:
         self._task: asyncio.Task[object] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closing = False
+        self._polled = False  # the matrix checks ``requested`` itself (worker processes): no task to cancel
 
     @property
     def requested(self) -> bool:
@@ -49,6 +50,10 @@ class StopRequest:
         """The matrix is running in ``task``: a stop cancels what it awaits (a model request)."""
         self._task, self._loop = task, task.get_loop()
 
+    def polled(self) -> None:
+        """The matrix runs elsewhere (worker processes) and checks ``requested`` between results."""
+        self._polled = True
+
     def detach(self) -> None:
         """The matrix is over: a signal now is only noted, so closing the folder is never cut short."""
         self._task, self._closing = None, True
@@ -59,7 +64,7 @@ class StopRequest:
         self.signum = self.signum or signum
         task, loop = self._task, self._loop
         if task is None or loop is None:
-            if not self._closing:
+            if not self._closing and not self._polled:
                 raise KeyboardInterrupt  # nothing is running yet (a model server starting): unwind now
         elif not task.done():
             with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: the matrix is over, the stop noted

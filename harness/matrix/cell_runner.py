@@ -5,14 +5,14 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import random
-import uuid
+import shutil
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.choices import DEFAULT_GATEWAY_POLICY, GatewayPolicy
 from harness.core.approvals import Gatekeeper, RejectedByHuman, Suspended, nobody_decides
-from harness.core.clock import Clock, SystemClock
+from harness.core.clock import Clock, SystemClock, run_clock
 from harness.core.context import RunContext, RunInfo, RunTrace
 from harness.core.gateway import Gateway
 from harness.core.model_port import Model, ModelSource
@@ -23,6 +23,7 @@ from harness.errors import ModelError, ResumeMismatch, WriteFailed
 from harness.matrix.frameworks import quiet_frameworks
 from harness.matrix.restore import CachedModel, ResumeGatekeeper, store_snapshot
 from harness.matrix.runtime_resume import rebuilt_gateway, restore_trace, resume_framework, runtime_state
+from harness.matrix.units import UnitLines, UnitSink, unit_id
 from harness.models.recording import request_hash
 from harness.records.checkpoint import (
     Checkpoint,
@@ -58,11 +59,12 @@ class MatrixConfig:
     concurrency: int = 1
     gateway_policy: GatewayPolicy = DEFAULT_GATEWAY_POLICY
     clock: Clock = field(default_factory=SystemClock)
-    new_run_id: Callable[[], str] = field(default=lambda: uuid.uuid4().hex[:16])
+    new_run_id: Callable[[], str] | None = None  # None: the run id is the work unit's (harness.matrix.units)
     stop: StopRequest = field(default_factory=StopRequest)  # set by SIGINT/SIGTERM: runs end at their next event
     approver: Callable[[int], Gatekeeper] = nobody_decides  # makes each run's gatekeeper, seeded by the run's seed
     checkpoints: CheckpointStore | None = None  # where suspended runs are checkpointed (a run folder's database)
     model_choice: str = ""  # the --model value the matrix runs with, for checkpoints (resume asks it again)
+    approver_label: str = ""  # the --approver value ("" for none): part of every work unit's id
 
 
 def cells_for(scenarios: Sequence[Scenario], modes: Sequence[str], trials: int) -> Iterator[Cell]:
@@ -84,7 +86,7 @@ async def run_cell(cell: Cell, config: MatrixConfig, sink: Callable[[TraceEvent]
         cell,
         config,
         sink,
-        run_id=config.new_run_id(),
+        run_id=run_id_of(config, cell),
         seed=seed,
         model=config.model.for_run(seed),
         gatekeeper=config.approver(seed),
@@ -115,7 +117,7 @@ async def execute_run(
     """
     scenario = cell.scenario
     info = RunInfo(run_id=run_id, scenario=scenario.id, mode=cell.mode, model=model.label, trial=cell.trial)
-    clock = config.clock
+    clock = run_clock(config.clock, model)  # a replay counts its recorded model time
     trace = RunTrace(sink, info, clock, config.stop)
     gateway = Gateway(scenario, VirtualStore.for_scenario(scenario), config.gateway_policy)
     mode = get_mode(cell.mode)
@@ -141,6 +143,8 @@ async def execute_run(
         gatekeeper=gatekeeper,
         state_dir=state_dir_of(config, run_id),
     )
+    if resuming is None and ctx.state_dir is not None and ctx.state_dir.exists():
+        shutil.rmtree(ctx.state_dir)  # a killed attempt of this unit left its framework's state; this run starts anew
     started = clock.monotonic()
     interrupted: BaseException | None = None
     ended_by: str | None = None  # the kind of the error that ended the run: infrastructure runs are not judged
@@ -229,6 +233,13 @@ async def execute_run(
     return outcome
 
 
+def run_id_of(config: MatrixConfig, cell: Cell) -> str:
+    """The cell's run id: its work unit's id, the same from every executor and on every --resume."""
+    if config.new_run_id is not None:
+        return config.new_run_id()
+    return unit_id(config.seed, cell, config.model_choice, config.gateway_policy, config.approver_label)
+
+
 def state_dir_of(config: MatrixConfig, run_id: str) -> Path | None:
     """Where a run's framework keeps its own state: runtime/<run id>/ in the run folder (made by whoever writes
     there first); None without a run folder."""
@@ -295,21 +306,33 @@ def scenario_digest(scenario: Scenario) -> str:
 async def run_matrix(
     cells: Iterable[Cell],
     config: MatrixConfig,
-    sink: Callable[[TraceEvent], None],
+    sink: Callable[[TraceEvent], None] | None,
     on_done: Callable[[Cell, RunOutcome], None] | None = None,
+    *,
+    units: UnitSink | None = None,
 ) -> int:
     """Runs every cell with ``config.concurrency`` workers; returns how many runs ended.
 
     Workers pull cells one at a time from a lazy iterator, so neither the cells nor their outcomes
-    are ever all in memory: a matrix of a million runs costs what ``concurrency`` runs cost.
+    are ever all in memory: a matrix of a million runs costs what ``concurrency`` runs cost. Each event goes
+    to ``sink`` as it is written or, given ``units`` instead, each run's lines go there together once its summary is
+    written (a work unit's result: ``harness.matrix.units``).
     """
+    if (sink is None) == (units is None):
+        raise ValueError("run_matrix writes to a sink or to units, one of them")
     pending = iter(cells)
     finished = 0
+
+    def run_sink() -> Callable[[TraceEvent], None]:
+        if units is not None:
+            return UnitLines(units)
+        assert sink is not None
+        return sink
 
     async def worker() -> None:
         nonlocal finished
         for cell in pending:
-            outcome = await run_cell(cell, config, sink)
+            outcome = await run_cell(cell, config, run_sink())
             finished += 1
             if on_done is not None:
                 on_done(cell, outcome)

@@ -292,7 +292,7 @@ def _carry_out(
     ready_modes([checkpoint.mode])  # a user's agent loaded again; a framework not installed: one line, nothing claimed
     framework = is_runtime(MODES[checkpoint.mode])
     choice = choose(checkpoint.model)  # read once; the run goes on with the same source
-    endpoint = endpoint_from_env(env) if choice.needs_endpoint else None
+    endpoint = endpoint_from_env(env, model=choice.name or None) if choice.needs_endpoint else None  # live:NAME
     manifest = read_manifest(folder)
     store = CheckpointStore(folder)
     claimed = checkpoint if checkpoint.status == "deciding" else store.claim(checkpoint, decision)
@@ -311,6 +311,7 @@ def _carry_out(
             run_folder=folder,
             scenarios=[scenario],
             notify=notify,
+            label=checkpoint.model_label,
         ) as opened,
     ):
         config = MatrixConfig(

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import platform
 import sys
 import threading
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
@@ -27,13 +28,16 @@ from harness.errors import UserInputError, WriteFailed
 from harness.matrix.cell_runner import Cell, MatrixConfig, cells_for, run_matrix
 from harness.matrix.exit_status import INFRASTRUCTURE, RunEnds
 from harness.matrix.frameworks import framework_versions, ready_modes
-from harness.matrix.spec import RunSpec, project_dirs
+from harness.matrix.provenance import KEY_LIBRARIES, bench_commit, prompt_hash, scenario_hashes
+from harness.matrix.spec import RunSpec, manifest_choices, project_dirs
+from harness.matrix.units import UnitSink
+from harness.matrix.workers import UnitDone, WorkerSetup, run_in_workers
 from harness.models.choice import choose, model_label, open_source
 from harness.models.config import LiveOptions
 from harness.models.dead_endpoint import FailureStreak
 from harness.records.checkpoint import CheckpointStore
 from harness.records.folder import TRACE_FILE, RunFolder
-from harness.records.manifest import MANIFEST_FILE, Manifest, read_manifest
+from harness.records.manifest import MANIFEST_FILE, LiveManifest, Manifest, ManifestModel, read_manifest
 from harness.records.trace import RunOutcome, TraceEvent, TraceWriter
 from harness.scenario.load import load_all, select_scenarios
 from harness.scenario.model import Scenario
@@ -45,6 +49,7 @@ __all__ = ["Matrix", "RunResult", "plan", "run", "versions"]
 OnDone = Callable[[Cell, RunOutcome], None]
 OnEvent = Callable[[TraceEvent], None]  # every trace event as it is written (the CLI's progress bar)
 Notify = Callable[[str], None]
+OnModel = Callable[[str], None]  # a model's label, as its runs start (a matrix of several models runs them in turn)
 
 
 @dataclass(frozen=True)
@@ -57,10 +62,17 @@ class Matrix:
     seed: int
     gateway_policy: GatewayPolicy
     notes: list[str] = field(default_factory=list)
+    labels: tuple[str, ...] = ()  # each model's label, in the order the models run (the matrix runs once per model)
+
+    @property
+    def cells(self) -> int:
+        """Runs per model."""
+        return len(self.modes) * len(self.scenarios) * self.trials
 
     @property
     def size(self) -> int:
-        return len(self.modes) * len(self.scenarios) * self.trials
+        """Runs in all: every model runs every cell."""
+        return self.cells * max(1, len(self.labels))
 
 
 @dataclass(frozen=True)
@@ -92,21 +104,34 @@ class RunResult:
 
 
 def plan(spec: RunSpec, scenarios_dir: Path) -> Matrix:
-    """Modes, scenarios, trials and seed; every name is checked before anything starts."""
-    choice = spec.model
-    if choice.folder is None:  # not a replay: the spec's matrix, with the defaults for what it leaves out
+    """Modes, scenarios, trials and seed, and each model's label; every name is checked before anything starts.
+
+    A replay that is the only model defaults the matrix to the recording's; among several models the matrix is the
+    spec's (with the defaults for what it leaves out), and its seed is the recordings' when replays are among them.
+    """
+    labels = _labels(spec)
+    recordings = {choice.describe(): _recording(choice.folder) for choice in spec.models if choice.folder is not None}
+    for recorded in recordings.values():
+        if spec.seed is not None and spec.seed != recorded.seed:
+            raise UserInputError(
+                f"--seed {spec.seed}: the recording was sampled with seed {recorded.seed}; a replay keeps its seed"
+            )
+    if len(spec.models) > 1 or not recordings:  # the spec's matrix, with the defaults for what it leaves out
+        seeds = sorted({recorded.seed for recorded in recordings.values()})
+        if len(seeds) > 1:
+            raise UserInputError(
+                f"--model {' and --model '.join(recordings)}: recorded with seeds {seeds}; a matrix has one seed, "
+                "and a replay keeps its recording's"
+            )
         return Matrix(
             ready_modes(spec.modes),
             select_scenarios(scenarios_dir, list(spec.scenarios)),
             spec.trials or 1,
-            spec.seed or 0,
+            spec.seed if spec.seed is not None else next(iter(seeds), 0),
             spec.gateway or DEFAULT_GATEWAY_POLICY,
+            labels=labels,
         )
-    recorded = read_manifest(choice.folder)
-    if spec.seed is not None and spec.seed != recorded.seed:
-        raise UserInputError(
-            f"--seed {spec.seed}: the recording was sampled with seed {recorded.seed}; a replay keeps its seed"
-        )
+    (recorded,) = recordings.values()
     notes = []
     modes = list(spec.modes) or [name for name in recorded.modes if name in MODES]
     scenarios = list(spec.scenarios)
@@ -126,7 +151,37 @@ def plan(spec: RunSpec, scenarios_dir: Path) -> Matrix:
         recorded.seed,
         spec.gateway or recorded.gateway_policy,
         notes,
+        labels,
     )
+
+
+def _recording(folder: Path) -> Manifest:
+    """A recording's manifest; a folder of several models is refused: a replay answers as one model."""
+    recorded = read_manifest(folder)
+    if len(recorded.models) > 1:
+        raise UserInputError(
+            f"--model replay:{folder}: a matrix of {len(recorded.models)} models; a replay answers as one model "
+            "(record each model into its own folder)"
+        )
+    return recorded
+
+
+def _labels(spec: RunSpec) -> tuple[str, ...]:
+    """Each model's label; two models under one label could not be told apart in a trace or a report, so a replay
+    whose recorded label another model has (the bundled model beside its recording) is ``LABEL (replay)``."""
+    labels = tuple(model_label(choice, spec.endpoint_for(choice)) for choice in spec.models)
+    labels = tuple(
+        f"{label} (replay)" if choice.folder is not None and labels.count(label) > 1 else label
+        for choice, label in zip(spec.models, labels, strict=True)
+    )
+    for index, label in enumerate(labels):
+        if label in labels[:index]:
+            first = spec.models[labels.index(label)].describe()
+            raise UserInputError(
+                f"--model {first} and --model {spec.models[index].describe()} both run as {label!r}; "
+                "reports could not tell their runs apart"
+            )
+    return labels
 
 
 def run(
@@ -136,10 +191,13 @@ def run(
     notify: Notify = lambda line: None,
     on_plan: Callable[[Matrix], None] | None = None,
     on_event: OnEvent | None = None,
+    on_model: OnModel | None = None,
 ) -> RunResult:
     """Runs the matrix ``spec`` describes into its folder; returns once the folder is closed.
 
     ``on_event`` sees every trace event right after it is written (None: nothing extra is called per event).
+    Several models run the matrix one after another into the one folder; ``on_model`` hears each one's label as
+    its runs start.
 
     SIGINT and SIGTERM stop the runs in flight at their next event; the manifest then says
     ``interrupted`` (``result.stop.exit_code`` is 130 or 143) and a ``--replace`` run leaves the old
@@ -147,10 +205,14 @@ def run(
     cut short: only its cells without a final summary run.
     """
     if spec.resume is not None:
-        return _continue(spec, on_done, notify, on_plan, on_event)
+        return _continue(spec, on_done, notify, on_plan, on_event, on_model)
     scenarios_dir, results_root = project_dirs(spec.scenarios_dir)
     choice = spec.model
     matrix = plan(spec, scenarios_dir)
+    models = [
+        ManifestModel(choice=one.describe(), label=label, source=one.recorded_as)
+        for one, label in zip(spec.models, matrix.labels, strict=True)
+    ]
     for note in matrix.notes:
         notify(f"note: {note}")
     if on_plan is not None:
@@ -163,26 +225,39 @@ def run(
         label=spec.label,
         modes=matrix.modes,
         scenarios=[s.id for s in matrix.scenarios],
-        model=model_label(choice, spec.endpoint),
+        model=matrix.labels[0],
         model_source=choice.recorded_as,
         model_choice=choice.describe(),
+        models=models,
         trials=matrix.trials,
         seed=matrix.seed,
         gateway_policy=matrix.gateway_policy,
         concurrency=spec.concurrency,
         start_time=_now(),
         versions=versions(matrix.modes),
+        bench_commit=bench_commit(),
+        scenario_hashes=scenario_hashes(scenarios_dir, [s.id for s in matrix.scenarios]),
+        prompt_hash=prompt_hash(),
         replay_of=str(choice.folder) if choice.folder is not None else None,
         approver=None if spec.approver is None else str(spec.approver),
         live_options=spec.live_options.model_dump(exclude_defaults=True),
         notes=matrix.notes,
     )
-    streak = FailureStreak.for_run(choice.live, spec.live_options.stop_after_failures)
+    streak = FailureStreak()
     try:
         with stop.installed():
-            cells = cells_for(matrix.scenarios, matrix.modes, matrix.trials)
-            manifest = _run_cells(
-                folder.path, manifest, cells, spec, matrix, stop, on_done, notify, ends, on_event, streak=streak
+            manifest, streak = _run_cells(
+                folder.path,
+                manifest,
+                lambda _: _all_cells(matrix),
+                spec,
+                matrix,
+                stop,
+                on_done,
+                notify,
+                ends,
+                on_event,
+                on_model=on_model,
             )
     except WriteFailed:
         if not (folder.path / MANIFEST_FILE).exists():  # else the manifest says why, and --resume goes on from it
@@ -203,6 +278,7 @@ def _continue(
     notify: Notify,
     on_plan: Callable[[Matrix], None] | None,
     on_event: OnEvent | None = None,
+    on_model: OnModel | None = None,
 ) -> RunResult:
     """A matrix that was cut short (killed, interrupted) goes on in its own folder: partial runs are dropped
     cleanly, and only the cells without a final summary run, so the folder ends with every cell exactly once."""
@@ -211,11 +287,12 @@ def _continue(
     assert spec.resume is not None
     given = sorted(
         spec.model_fields_set
-        & {"modes", "scenarios", "model", "trials", "seed", "gateway", "approver", "out", "replace", "live", "label"}
+        & {"modes", "scenarios", "models", "trials", "seed", "gateway", "approver", "out", "replace", "live", "label"}
     )
     if given:
         raise UserInputError(
-            f"--resume continues the matrix as it was started; --{given[0].replace('_', '-')} cannot change it"
+            f"--resume continues the matrix as it was started; --{given[0].removesuffix('s').replace('_', '-')} "
+            "cannot change it"
         )
     held = RunFolder.attach(spec.resume)
     try:
@@ -223,7 +300,8 @@ def _continue(
         if manifest.status == "complete":
             raise UserInputError(f"--resume {spec.resume}: the matrix is complete; nothing to continue")
         scenarios_dir, _ = project_dirs(spec.scenarios_dir)
-        choice = choose(manifest.model_choice or _old_choice(manifest))
+        choices = tuple(choose(value) for value in manifest_choices(manifest))
+        labels = tuple(entry.label for entry in manifest.models) or (manifest.model,)
         matrix = Matrix(
             ready_modes(manifest.modes),
             select_scenarios(scenarios_dir, manifest.scenarios),
@@ -231,7 +309,13 @@ def _continue(
             manifest.seed,
             manifest.gateway_policy,
             list(manifest.notes),
+            labels,
         )
+        if (spec.workers or 1) > 1 and all(choice.live for choice in choices):
+            raise UserInputError(
+                f"--workers {spec.workers}: worker processes run scripted and replayed models; this matrix asks "
+                "only live models (their requests run concurrently in one process: --concurrency)"
+            )
         kept = keep_finished_runs(spec.resume)
         if on_plan is not None:
             on_plan(matrix)
@@ -244,14 +328,15 @@ def _continue(
                 "dropped_runs": [*manifest.dropped_runs, *kept.dropped],
             }
         )
-        cells = (
-            c
-            for c in cells_for(matrix.scenarios, matrix.modes, matrix.trials)
-            if (c.scenario.id, c.mode, c.trial) not in kept.finished
-        )
+
+        def missing(label: str) -> Iterable[Cell]:
+            """The model's cells without a finished run (a folder of one model: whatever label its lines carry)."""
+            done = {key[1:] for key in kept.finished if len(labels) == 1 or key[0] == label}
+            return (c for c in _all_cells(matrix) if (c.scenario.id, c.mode, c.trial) not in done)
+
         run_spec = spec.model_copy(
             update={
-                "model": choice,
+                "models": choices,
                 "approver": None if manifest.approver is None else parse_approver(manifest.approver),
                 "live": LiveOptions(**manifest.live_options),
             }
@@ -260,12 +345,12 @@ def _continue(
         ends = RunEnds()
         for outcome in kept.outcomes:  # the kept runs are runs of this matrix too
             ends.add_outcome(outcome)
-        streak = FailureStreak.for_run(choice.live, run_spec.live_options.stop_after_failures)
+        streak = FailureStreak()
         with stop.installed():
-            manifest = _run_cells(
+            manifest, streak = _run_cells(
                 spec.resume,
                 manifest,
-                cells,
+                missing,
                 run_spec,
                 matrix,
                 stop,
@@ -274,26 +359,21 @@ def _continue(
                 ends,
                 on_event,
                 already=len(kept.finished),
-                streak=streak,
+                on_model=on_model,
             )
     finally:
         held.release()
     return RunResult(spec.resume, manifest, matrix.notes, stop, ends, streak.line())
 
 
-def _old_choice(manifest: Manifest) -> str:
-    """The --model value of a manifest written before model_choice was kept."""
-    if manifest.model_source == "replay" and manifest.replay_of:
-        return f"replay:{manifest.replay_of}"
-    if manifest.model_source == "scripted":
-        return manifest.model
-    return "local" if manifest.live is not None and manifest.live.local_model else "live"
+def _all_cells(matrix: Matrix) -> Iterable[Cell]:
+    return cells_for(matrix.scenarios, matrix.modes, matrix.trials)
 
 
 def _run_cells(
     folder: Path,
     manifest: Manifest,
-    cells: Iterable[Cell],
+    cells_of: Callable[[str], Iterable[Cell]],
     spec: RunSpec,
     matrix: Matrix,
     stop: StopRequest,
@@ -302,15 +382,18 @@ def _run_cells(
     ends: RunEnds,
     on_event: OnEvent | None = None,
     already: int = 0,
-    streak: FailureStreak | None = None,
-) -> Manifest:
-    """Writes the manifest first (so even a run stopped while its model server starts says so), then runs.
+    on_model: OnModel | None = None,
+) -> tuple[Manifest, FailureStreak]:
+    """Writes the manifest first (so even a run stopped while its model server starts says so), then runs the
+    matrix once per model, one model after another, each with its own source: ``cells_of(label)`` are the model's
+    cells to run. Returns the closed manifest and the last model's failure streak.
 
-    ``streak`` stops taking new cells once runs in a row keep failing alike (a dead endpoint).
+    A model's streak stops taking new cells once its runs in a row keep failing alike (a dead endpoint); the matrix
+    then stops there, resumable, as it does on a signal.
     """
     manifest.write(folder)
     finished = already
-    streak = streak or FailureStreak()
+    streak = FailureStreak()
 
     def done(cell: Cell, outcome: RunOutcome) -> None:
         nonlocal finished
@@ -321,40 +404,26 @@ def _run_cells(
             on_done(cell, outcome)
 
     status, failure = "interrupted", None
+    most_workers = 1
     try:
-        with open_source(
-            spec.model,
-            endpoint=spec.endpoint,
-            options=spec.live_options,
-            concurrency=spec.concurrency,
-            run_folder=folder,
-            scenarios=matrix.scenarios,
-            notify=notify,
-        ) as opened:
-            if opened.live is not None:
-                manifest = manifest.model_copy(update={"live": opened.live})
-                manifest.write(folder)
-            streak.last_error = opened.last_error
-            config = MatrixConfig(
-                model=opened.source,
-                seed=matrix.seed,
-                concurrency=spec.concurrency,
-                gateway_policy=matrix.gateway_policy,
-                stop=stop,
-                approver=nobody_decides if spec.approver is None else spec.approver.for_run,
-                checkpoints=CheckpointStore(folder),
-                model_choice=spec.model.describe(),
-            )
-            try:
-                with TraceWriter(folder / TRACE_FILE) as writer:
-                    sink = writer.write if on_event is None else _and_then(writer.write, on_event)
-                    run_async(_matrix(streak.cells(cells), config, sink, done, stop))
-            finally:
-                learnt = opened.facts()  # what a live endpoint forced the client to adapt
-                if learnt and manifest.live is not None:
-                    live = manifest.live.model_copy(update=learnt)
-                    manifest = manifest.model_copy(update={"live": live})
-        status = "interrupted" if stop.requested or streak.cut else "complete"
+        for index, (choice, label) in enumerate(zip(spec.models, matrix.labels, strict=True)):
+            status, one = "interrupted", spec.for_model(choice)  # until this model's cells have all run
+            streak = FailureStreak.for_run(choice.live, spec.live_options.stop_after_failures)
+            if len(spec.models) > 1:
+                notify(f"note: model {index + 1} of {len(spec.models)}: {label} ({choice.describe()})")
+            if on_model is not None:
+                on_model(label)
+            workers = one.workers_for(matrix.cells)
+            most_workers = max(most_workers, workers)
+            if workers > 1:
+                _run_in_workers(folder, cells_of(label), one, matrix, stop, done, workers, on_event, streak, label)
+            else:
+                manifest = _run_in_process(
+                    folder, manifest, cells_of(label), one, matrix, stop, done, on_event, streak, notify, index, label
+                )
+            status = "interrupted" if stop.requested or streak.cut else "complete"
+            if status != "complete":
+                break
     except KeyboardInterrupt:  # a signal before the matrix started (a model server starting), or a second one
         stop.signum = stop.signum or 2
     except BaseException as exc:  # raised again below, once the manifest says why the matrix stopped
@@ -362,10 +431,120 @@ def _run_cells(
     stop.detach()
     why = streak.line() if failure is None else _one_line(failure)
     manifest = manifest.model_copy(
-        update={"status": status, "end_time": _now(), "runs": finished, "stopped_because": why}
+        update={
+            "status": status,
+            "end_time": _now(),
+            "runs": finished,
+            "stopped_because": why,
+            "workers": max(manifest.workers, most_workers),
+        }
     )
     _close(manifest, folder, failure)
+    return manifest, streak
+
+
+def _run_in_workers(
+    folder: Path,
+    cells: Iterable[Cell],
+    spec: RunSpec,
+    matrix: Matrix,
+    stop: StopRequest,
+    done: OnDone,
+    workers: int,
+    on_event: OnEvent | None,
+    streak: FailureStreak,
+    label: str,
+) -> None:
+    """The matrix in ``workers`` local processes (``harness.matrix.workers``); this process writes every line."""
+    setup = WorkerSetup(
+        folder=folder,
+        model=spec.model,
+        options=spec.live_options,
+        concurrency=spec.concurrency,
+        seed=matrix.seed,
+        gateway_policy=matrix.gateway_policy,
+        approver=spec.approver,
+        scenarios=tuple(matrix.scenarios),
+        with_events=on_event is not None,
+        driver_pid=os.getpid(),
+        label=label,
+    )
+    by_id = {s.id: s for s in matrix.scenarios}
+    with TraceWriter(folder / TRACE_FILE) as writer:
+
+        def write(unit: UnitDone) -> None:
+            writer.write_serialized(unit.lines)
+            for event in unit.events:
+                on_event(event)  # type: ignore[misc]  # events are sent only when on_event is given
+            if unit.outcome.status != "interrupted":
+                scenario, mode, trial = unit.key
+                done(Cell(by_id[scenario], mode, trial), unit.outcome)
+
+        run_in_workers(streak.cells(cells), setup, workers, spec.concurrency, write, stop)
+
+
+def _run_in_process(
+    folder: Path,
+    manifest: Manifest,
+    cells: Iterable[Cell],
+    spec: RunSpec,
+    matrix: Matrix,
+    stop: StopRequest,
+    done: OnDone,
+    on_event: OnEvent | None,
+    streak: FailureStreak,
+    notify: Notify,
+    index: int,
+    label: str,
+) -> Manifest:
+    """The matrix as asyncio tasks in this process, with the model source opened here; the manifest learns what a
+    live endpoint taught the client (``index``: which of the manifest's models this is)."""
+    with open_source(
+        spec.model,
+        endpoint=spec.endpoint,
+        options=spec.live_options,
+        concurrency=spec.concurrency,
+        run_folder=folder,
+        scenarios=matrix.scenarios,
+        notify=notify,
+        label=label,
+    ) as opened:
+        if opened.live is not None:
+            manifest = _with_live(manifest, index, opened.live)
+            manifest.write(folder)
+        streak.last_error = opened.last_error
+        config = MatrixConfig(
+            model=opened.source,
+            seed=matrix.seed,
+            concurrency=spec.concurrency,
+            gateway_policy=matrix.gateway_policy,
+            stop=stop,
+            approver=nobody_decides if spec.approver is None else spec.approver.for_run,
+            checkpoints=CheckpointStore(folder),
+            model_choice=spec.model.describe(),
+            approver_label="" if spec.approver is None else str(spec.approver),
+        )
+        try:
+            with TraceWriter(folder / TRACE_FILE) as writer:
+                run_async(_matrix(streak.cells(cells), config, _unit_writer(writer, on_event), done, stop))
+        finally:
+            assert config.checkpoints is not None
+            config.checkpoints.close()  # folds SQLite's log into checkpoints.db before the folder is closed or moved
+            learnt = opened.facts()  # what a live endpoint forced the client to adapt
+            if learnt and opened.live is not None:
+                manifest = _with_live(manifest, index, opened.live.model_copy(update=learnt))
     return manifest
+
+
+def _with_live(manifest: Manifest, index: int, live: LiveManifest) -> Manifest:
+    """The manifest with model ``index``'s live facts (the first model's are also the top-level ``live``)."""
+    models = list(manifest.models)
+    if index < len(models):
+        models[index] = models[index].model_copy(update={"live": live})
+    update: dict[str, Any] = {"models": models}
+    if index == 0:
+        update["live"] = live
+    return manifest.model_copy(update=update)
 
 
 def _close(manifest: Manifest, folder: Path, failure: BaseException | None) -> None:
@@ -394,23 +573,25 @@ def _one_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {text[0] if text else ''}"[:300]
 
 
-def _and_then(write: Callable[[TraceEvent], None], on_event: OnEvent) -> Callable[[TraceEvent], None]:
-    """A trace sink that writes each event, then hands it to ``on_event``."""
+def _unit_writer(writer: TraceWriter, on_event: OnEvent | None) -> UnitSink:
+    """Writes each finished run's lines in one write, then hands its events to ``on_event``."""
 
-    def sink(event: TraceEvent) -> None:
-        write(event)
-        on_event(event)
+    def sink(events: Sequence[TraceEvent]) -> None:
+        writer.write_many(events)
+        if on_event is not None:
+            for event in events:
+                on_event(event)
 
     return sink
 
 
-async def _matrix(cells: Any, config: MatrixConfig, sink: Any, on_done: OnDone, stop: StopRequest) -> None:
+async def _matrix(cells: Any, config: MatrixConfig, units: UnitSink, on_done: OnDone, stop: StopRequest) -> None:
     """The matrix as one task a stop request can cancel; the model source is closed in the same loop."""
     task = asyncio.current_task()
     assert task is not None
     stop.attach(task)
     try:
-        await run_matrix(cells, config, sink, on_done)
+        await run_matrix(cells, config, None, on_done, units=units)
     except (asyncio.CancelledError, RunInterrupted):  # which one arrives first depends on where the signal landed
         if not stop.requested:
             raise
@@ -447,7 +628,7 @@ def versions(modes: Iterable[str] = ()) -> dict[str, str]:
     """Versions that could change a result: bench, Python, the platform, key libraries, and the frameworks the
     runtime adapters among ``modes`` run on."""
     found = {"bench": __version__, "python": sys.version.split()[0], "platform": platform.platform()}
-    for package in ("pydantic", "httpx", "jsonschema"):
+    for package in KEY_LIBRARIES:
         with contextlib.suppress(metadata.PackageNotFoundError):
             found[package] = metadata.version(package)
     return found | framework_versions(modes)

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    PlainValidator,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from harness.choices import GATEWAY_POLICIES as GATEWAY_POLICIES  # the CLI's choices, re-exported for callers
 from harness.choices import GatewayPolicy
@@ -14,11 +24,16 @@ from harness.core.approvals import ApproverSpec, parse_approver
 from harness.errors import UserInputError
 from harness.models.choice import ModelChoice, choose, endpoint_from_env
 from harness.models.config import Endpoint, LiveOptions
+from harness.records.manifest import Manifest
 from harness.terminal import printable
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 MAX_TRIALS = 100_000  # runs per cell; cells are generated lazily, so this bounds time, not memory
 MAX_CONCURRENCY = 256
+MAX_WORKERS = 256
+# Below this many runs a matrix stays in one process by default: starting a worker costs about a second of
+# imports, which a small matrix of scripted runs (about 1 ms each) never wins back (docs/scale.md).
+AUTO_WORKERS_MIN_RUNS = 2_000
 MAX_LABEL = 200  # characters: a label names a run in listings, it is not a description
 
 
@@ -28,7 +43,7 @@ def _model_choice(value: object) -> ModelChoice:
         return value
     if value is None or isinstance(value, str):
         return choose(value)
-    raise ValueError("must be a --model value: scripted:NAME, replay:DIR, live or local")
+    raise ValueError("must be a --model value: scripted:NAME, replay:DIR, live, live:NAME or local")
 
 
 def _approver(value: object) -> ApproverSpec | None:
@@ -48,11 +63,13 @@ ApproverField = Annotated[
 
 
 class RunSpec(BaseModel):
-    """One matrix run: which modes, scenarios and model, how many trials, where the folder goes.
+    """One matrix run: which modes, scenarios and models, how many trials, where the folder goes.
 
-    ``model`` is ``scripted:NAME``, ``replay:DIR``, ``live`` (``endpoint`` says where) or ``local`` (the
-    bundled model), read once into a ``ModelChoice``; not given, the committed recording is replayed. A replay
-    defaults trials, seed, modes, scenarios and the gateway policy to the recorded matrix when they are not given.
+    ``model`` is ``scripted:NAME``, ``replay:DIR``, ``live`` (``endpoint`` says where), ``live:NAME`` (the same
+    endpoint asked for model NAME) or ``local`` (the bundled model), read once into a ``ModelChoice``; a list of
+    them is a matrix per model into one folder (``models``; ``model`` is the first). Not given, the committed
+    recording is replayed. A replay that is the only model defaults trials, seed, modes, scenarios and the
+    gateway policy to the recorded matrix when they are not given.
     ``approver`` (``scripted:NAME``) is read once into an ``ApproverSpec``, whose ``for_run`` makes each run's.
     """
 
@@ -62,12 +79,14 @@ class RunSpec(BaseModel):
     modes: tuple[str, ...] = ()
     scenarios: tuple[str, ...] = ()  # () or ("all",): every scenario in scenarios_dir
     scenarios_dir: Path | None = None  # None: ./scenarios when there is one, else the project's
-    model: ModelField = Field(default_factory=lambda: choose(None))
-    endpoint: Endpoint | None = None  # model "live": where to send requests
+    models: tuple[ModelField, ...] = Field(default_factory=lambda: (choose(None),), min_length=1)
+    endpoint: Endpoint | None = None  # live models: where to send requests (live:NAME asks for NAME there)
+    endpoints: dict[str, Endpoint] = Field(default_factory=dict)  # live:NAME with its own endpoint (bench.toml)
     live: LiveOptions | None = None  # how a live model is asked; None: the defaults
     trials: int | None = Field(None, ge=1, le=MAX_TRIALS)
     seed: int | None = None
     concurrency: int = Field(1, ge=1, le=MAX_CONCURRENCY)
+    workers: int | None = Field(None, ge=1, le=MAX_WORKERS)  # local processes; None: the cores, for a big matrix
     gateway: GatewayPolicy | None = None  # None: DEFAULT_GATEWAY_POLICY (a replay: the recording's policy)
     approver: ApproverField = None  # decides at every gate in-run; None: runs suspend at gates
     out: Path | None = None  # None: a new folder under results/
@@ -75,6 +94,29 @@ class RunSpec(BaseModel):
     replace: bool = False  # with out: replace the bench run there once this one completes
     command: tuple[str, ...] = ()  # what the user typed, for the manifest
     label: str | None = Field(None, min_length=1, max_length=MAX_LABEL)  # a name for the run (--label)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _model_or_models(cls, data: object) -> object:
+        """``model`` (one value, or a list as a repeated ``--model`` gives) is read into ``models``."""
+        if not isinstance(data, dict) or "model" not in data:
+            return data
+        if "models" in data:
+            raise ValueError("give model or models, not both")
+        data = dict(data)
+        value = data.pop("model")
+        data["models"] = tuple(value) if isinstance(value, (list, tuple)) else (value,)
+        return data
+
+    @field_validator("models")
+    @classmethod
+    def _distinct_models(cls, value: tuple[ModelChoice, ...]) -> tuple[ModelChoice, ...]:
+        """A model given twice would run every cell twice under one label: refused."""
+        named = [choice.describe() for choice in value]
+        twice = next((name for name in named if named.count(name) > 1), None)
+        if twice is not None:
+            raise ValueError(f"{twice} is given twice")
+        return value
 
     @field_validator("modes", "scenarios", mode="before")
     @classmethod
@@ -99,46 +141,107 @@ class RunSpec(BaseModel):
         return value
 
     @property
+    def model(self) -> ModelChoice:
+        """The first model (the only one, unless ``--model`` was repeated)."""
+        return self.models[0]
+
+    @property
     def live_options(self) -> LiveOptions:
         return self.live or LiveOptions()
+
+    def endpoint_for(self, choice: ModelChoice) -> Endpoint | None:
+        """Where a live model's requests go: its own endpoint (bench.toml), or the one endpoint with NAME as the model
+        for ``live:NAME``."""
+        if not choice.needs_endpoint or not choice.name:
+            return self.endpoint
+        own = self.endpoints.get(choice.name)
+        if own is not None:
+            return own
+        return None if self.endpoint is None else self.endpoint.model_copy(update={"model": choice.name})
+
+    def for_model(self, choice: ModelChoice) -> RunSpec:
+        """This spec for one of its models: what a matrix per model runs with."""
+        return self.model_copy(update={"models": (choice,), "endpoint": self.endpoint_for(choice)})
+
+    def workers_for(self, runs: int) -> int:
+        """How many worker processes run a matrix of ``runs`` runs of the (first) model: ``workers`` when given (a
+        live model always runs in this process), else the machine's cores for a large offline matrix (scripted or
+        replayed) and one process otherwise."""
+        if self.model.live:
+            return 1
+        if self.workers is not None:
+            return self.workers
+        if runs < AUTO_WORKERS_MIN_RUNS:
+            return 1
+        return max(1, os.cpu_count() or 1)
 
     @classmethod
     def build(cls, *, env: Mapping[str, str] | None = None, **fields: object) -> RunSpec:
         """Validates ``fields`` as the CLI gives them; a bad value becomes one line naming its flag.
 
-        ``env`` supplies the endpoint (LLM_API_URL, LLM_MODEL, LLM_API_KEY) when the model is ``live``.
+        ``env`` supplies the endpoint (LLM_API_URL, LLM_MODEL, LLM_API_KEY) when a model is ``live`` (``live:NAME``
+        needs no LLM_MODEL); a ``live:NAME`` set in ``bench.toml`` (``harness.models.named_endpoints``) has its own.
         """
         try:
             spec = cls.model_validate(fields)  # an unknown model or approver raises its own one line
         except ValidationError as exc:
             raise UserInputError(_one_line(exc)) from None
         given = sorted(spec.live.model_fields_set) if spec.live is not None else []
-        if given and not spec.model.live:
+        if given and not any(choice.live for choice in spec.models):
             raise UserInputError(f"{_flag('live.' + given[0])} applies to live models only (--model live or local)")
+        if (spec.workers or 1) > 1 and all(choice.live for choice in spec.models):
+            raise UserInputError(
+                f"--workers {spec.workers}: worker processes run scripted and replayed models; a live model's "
+                "requests run concurrently in one process (--concurrency)"
+            )
         if spec.replace and spec.out is None:
             raise UserInputError("--replace needs --out: the folder whose run is replaced")
-        if spec.endpoint is None and (spec.model.needs_endpoint or _continues_live(spec.resume)):
-            spec = spec.model_copy(update={"endpoint": endpoint_from_env(env)})
+        if spec.endpoint is None:
+            spec = spec.model_copy(update=_endpoints(spec, env))
         return spec
 
 
-def _continues_live(folder: Path | None) -> bool:
-    """Whether --resume continues a matrix that asked a live endpoint (it needs the endpoint again)."""
-    if folder is None:
-        return False
-    from harness.records.manifest import read_manifest
+def _endpoints(spec: RunSpec, env: Mapping[str, str] | None) -> dict[str, object]:
+    """The endpoints the spec's live models ask (a --resume: the continued matrix's): a ``live:NAME`` set in
+    bench.toml has its own; every other one needs LLM_API_URL and LLM_API_KEY (plain ``live`` also LLM_MODEL)."""
+    from harness.models.named_endpoints import named_endpoints
 
-    manifest = read_manifest(folder)
-    return (
-        manifest.model_source == "live"
-        and (manifest.model_choice or "live") == "live"
-        and not (manifest.live is not None and manifest.live.local_model)
-    )
+    if spec.resume is not None:
+        from harness.records.manifest import read_manifest
+
+        choices = [choose(value) for value in manifest_choices(read_manifest(spec.resume))]
+    else:
+        choices = list(spec.models)
+    asking = [choice for choice in choices if choice.needs_endpoint]
+    if not asking:
+        return {}
+    own = named_endpoints(Path.cwd(), [choice.name for choice in asking if choice.name], env)
+    plain = [choice for choice in asking if not choice.name]
+    named = [choice for choice in asking if choice.name and choice.name not in own]
+    if plain:
+        return {"endpoint": endpoint_from_env(env), "endpoints": own}
+    if named:
+        return {"endpoint": endpoint_from_env(env, model=named[0].name), "endpoints": own}
+    return {"endpoints": own}
+
+
+def manifest_choices(manifest: Manifest) -> list[str]:
+    """The --model values of a matrix folder's models, in order (a manifest written before models were listed: its
+    one model, read from the fields it had)."""
+    if manifest.models:
+        return [entry.choice for entry in manifest.models]
+    if manifest.model_choice:
+        return [manifest.model_choice]
+    if manifest.model_source == "replay" and manifest.replay_of:
+        return [f"replay:{manifest.replay_of}"]
+    if manifest.model_source == "scripted":
+        return [manifest.model]
+    return ["local" if manifest.live is not None and manifest.live.local_model else "live"]
 
 
 def _one_line(exc: ValidationError) -> str:
     first = exc.errors()[0]
-    name = ".".join(str(part) for part in first["loc"]) or "spec"
+    name = ".".join(str(part) for part in first["loc"] if not isinstance(part, int)) or "spec"  # models.1: --model
     value = first.get("input")
     shown = f", got {value!r}" if not isinstance(value, (dict, list, tuple)) else ""
     return f"{_flag(name)}: {first['msg'].removeprefix('Value error, ')}{shown}"
@@ -158,4 +261,4 @@ def project_dirs(scenarios_dir: Path | None = None) -> tuple[Path, Path]:
 
 
 # Where a spec field differs from its flag's name.
-FLAGS = {"modes": "--mode", "scenarios": "--scenario", "live.disable_thinking": "--no-thinking"}
+FLAGS = {"models": "--model", "modes": "--mode", "scenarios": "--scenario", "live.disable_thinking": "--no-thinking"}

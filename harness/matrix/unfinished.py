@@ -5,6 +5,9 @@ stop, resumable with ``bench resume``, once its checkpoint is saved; a run kille
 its checkpoint could never be decided, so it is dropped and run again). Every other line of a dropped run, a torn
 last line, and the dropped runs' recorded exchanges and checkpoints are removed by rewriting each file to a
 temporary copy, flushed, then put in place atomically: a crash during the rewrite leaves the old file whole.
+
+A cell is keyed by the model label its lines carry too, so in a folder of several models each model's runs of the
+same (scenario, mode, trial) are told apart; every trace and recording line has always named its model.
 """
 
 from __future__ import annotations
@@ -23,12 +26,12 @@ from harness.models.recording import RECORDING_FILE
 from harness.records.checkpoint import CHECKPOINT_FILE
 from harness.records.folder import TRACE_FILE
 
-CellKey = tuple[str, str, int]  # scenario, mode, trial
+CellKey = tuple[str, str, str, int]  # model label, scenario, mode, trial
 
 
 @dataclass(frozen=True)
 class Kept:
-    """The cells whose runs are finished, and the run ids that were dropped."""
+    """The cells whose runs are finished (per model), and the run ids that were dropped."""
 
     finished: set[CellKey]
     dropped: list[str]
@@ -58,7 +61,9 @@ def keep_finished_runs(folder: Path) -> Kept:
     }
     _rewrite(folder / TRACE_FILE, lambda event: event.get("run_id") in finished_ids if _named(event) else False)
     _rewrite(folder / RECORDING_FILE, lambda entry: _cell(entry) in finished)
-    _drop_checkpoints(folder / CHECKPOINT_FILE, dropped)
+    # A checkpoint whose run has no summary in the trace (a worker saved it, the driver was killed before writing the
+    # run's lines) is an attempt of a unit that runs again, under the same run id: it goes with the dropped runs.
+    _drop_checkpoints(folder / CHECKPOINT_FILE, sorted(set(dropped) | (saved - finished_ids)))
     outcomes = [
         e["outcome"]
         for e in events
@@ -77,10 +82,10 @@ def _named(event: dict[str, Any]) -> bool:
 
 
 def _cell(line: dict[str, Any]) -> CellKey | None:
-    """The (scenario, mode, trial) a trace or recording line names, or None when it names none."""
-    scenario, mode, trial = line.get("scenario"), line.get("mode"), line.get("trial")
-    if isinstance(scenario, str) and isinstance(mode, str) and isinstance(trial, int):
-        return (scenario, mode, trial)
+    """The (model, scenario, mode, trial) a trace or recording line names, or None when it names none."""
+    model, scenario, mode, trial = line.get("model"), line.get("scenario"), line.get("mode"), line.get("trial")
+    if isinstance(model, str) and isinstance(scenario, str) and isinstance(mode, str) and isinstance(trial, int):
+        return (model, scenario, mode, trial)
     return None
 
 

@@ -1,4 +1,4 @@
-"""The one model selector: ``scripted:NAME``, ``replay:DIR``, ``live`` or ``local``, each a registered source kind.
+"""The one model selector: ``scripted:NAME``, ``replay:DIR``, ``live[:NAME]`` or ``local``, each a registered kind.
 
 Only this package talks to the network. ``choose`` reads a ``--model`` value once into a typed ``ModelChoice``;
 ``open_source`` turns a choice into a running model source (starting and always stopping the bundled model's
@@ -87,6 +87,7 @@ class SourceSetup:
     run_folder: Path
     scenarios: Sequence[Scenario] = ()
     notify: Callable[[str], None] = lambda line: None
+    label: str | None = None  # a replay's label in a matrix where another model has the recorded one
 
 
 class SourceKind(ABC):
@@ -94,6 +95,7 @@ class SourceKind(ABC):
 
     name: ClassVar[str] = ""  # the value, or its part before ':'
     argument: ClassVar[str] = ""  # what follows 'name:' (NAME, DIR); "" when the name alone is the whole value
+    argument_optional: ClassVar[bool] = False  # the name alone is a value too ('live', and 'live:NAME')
     recorded_as: ClassVar[ModelSourceKind]  # the manifest's model_source
     live: ClassVar[bool] = False
     needs_endpoint: ClassVar[bool] = False
@@ -147,7 +149,7 @@ def choose(value: str | None) -> ModelChoice:
         return ModelChoice("replay", folder=RECORDED_MODEL)
     name, colon, argument = value.partition(":")
     kind = MODEL_SOURCES.get(name)
-    if kind is not None and (bool(argument) if kind.argument else not colon):
+    if kind is not None and (bool(argument) or (kind.argument_optional and not colon) if kind.argument else not colon):
         return kind.parse(value, argument)
     raise UserInputError(f"--model {value}: unknown model; choose {model_choices()}; {OWN_ENDPOINT}")
 
@@ -157,18 +159,23 @@ def model_label(choice: ModelChoice, endpoint: Endpoint | None) -> str:
     return choice.source_kind.label(choice, endpoint)
 
 
-def endpoint_from_env(env: Mapping[str, str] | None) -> Endpoint:
-    """The endpoint in ``LLM_API_URL``, ``LLM_MODEL`` and ``LLM_API_KEY``; one line naming what is missing."""
+def endpoint_from_env(env: Mapping[str, str] | None, model: str | None = None) -> Endpoint:
+    """The endpoint in ``LLM_API_URL``, ``LLM_MODEL`` and ``LLM_API_KEY``; one line naming what is missing.
+
+    ``model`` (``live:NAME``) is the model asked for there: LLM_MODEL is then neither needed nor used.
+    """
     from harness.models.config import Endpoint
 
-    values = {name: (env or {}).get(name, "").strip() for name in ENV_VARS}
-    missing = [name for name in ENV_VARS if not values[name]]
+    needed = ENV_VARS if model is None else tuple(name for name in ENV_VARS if name != "LLM_MODEL")
+    values = {name: (env or {}).get(name, "").strip() for name in needed}
+    missing = [name for name in needed if not values[name]]
     if missing:
         raise UserInputError(
-            f"--model live needs {', '.join(ENV_VARS[:-1])} and {ENV_VARS[-1]} in the environment "
-            f"(missing: {', '.join(missing)}); or use --model local to run the bundled model"
+            f"--model {'live' if model is None else 'live:' + model} needs {', '.join(needed[:-1])} and "
+            f"{needed[-1]} in the environment or .env (missing: {', '.join(missing)}); or use --model local to run "
+            "the bundled model"
         )
-    return Endpoint(url=values["LLM_API_URL"], model=values["LLM_MODEL"], api_key=values["LLM_API_KEY"])
+    return Endpoint(url=values["LLM_API_URL"], model=model or values["LLM_MODEL"], api_key=values["LLM_API_KEY"])
 
 
 def open_source(
@@ -180,9 +187,13 @@ def open_source(
     run_folder: Path,
     scenarios: Sequence[Scenario] = (),
     notify: Callable[[str], None] = lambda line: None,
+    label: str | None = None,
 ) -> AbstractContextManager[OpenSource]:
-    """The source for a run; a local server is started here and always stopped, whatever happens."""
-    setup = SourceSetup(endpoint, options, concurrency, run_folder, scenarios, notify)
+    """The source for a run; a local server is started here and always stopped, whatever happens.
+
+    ``label`` renames a replay's runs (a matrix that also runs the model it recorded); other sources keep theirs.
+    """
+    setup = SourceSetup(endpoint, options, concurrency, run_folder, scenarios, notify, label)
     return choice.source_kind.open(choice, setup)
 
 
@@ -256,6 +267,7 @@ class Replay(SourceKind):
 
         assert choice.folder is not None
         replay = ReplaySource(choice.folder)
+        replay.label = setup.label or replay.label
         yield OpenSource(replay, self.recorded_as, recorded=replay.manifest, replay_of=choice.folder)
 
 
@@ -263,16 +275,24 @@ class Replay(SourceKind):
 class Live(SourceKind):
     """Your own OpenAI-compatible endpoint; every exchange is recorded, so the run can be replayed offline."""
 
+    argument = "NAME"
+    argument_optional = True
     recorded_as = "live"
     live = True
     needs_endpoint = True
     local: ClassVar[bool] = False  # the bundled model (the manifest says so)
 
     def usage(self) -> str:
-        return "live (your own endpoint)"
+        return "live or live:NAME (your own endpoint; NAME: the model asked for there)"
+
+    def parse(self, value: str, argument: str) -> ModelChoice:
+        return ModelChoice(self.name, name=argument)
+
+    def describe(self, choice: ModelChoice) -> str:
+        return f"live:{choice.name}" if choice.name else "live"
 
     def label(self, choice: ModelChoice, endpoint: Endpoint | None) -> str:
-        return endpoint.model if endpoint is not None else "live"
+        return endpoint.model if endpoint is not None else choice.name or "live"
 
     def endpoint(self, stack: ExitStack, setup: SourceSetup) -> LiveConfig:
         """The endpoint's client configuration; anything started for it is stopped by ``stack``."""
@@ -321,11 +341,19 @@ class Live(SourceKind):
 class Local(Live):
     """The bundled SmolLM2-135M, served by llama.cpp on this machine for the run's duration: a live source."""
 
+    argument = ""
+    argument_optional = False
     needs_endpoint = False
     local = True
 
     def usage(self) -> str:
         return "local (the bundled SmolLM2-135M)"
+
+    def parse(self, value: str, argument: str) -> ModelChoice:
+        return ModelChoice(self.name)
+
+    def describe(self, choice: ModelChoice) -> str:
+        return self.name
 
     def label(self, choice: ModelChoice, endpoint: Endpoint | None) -> str:
         from harness.models.server import MODEL_ALIAS

@@ -15,16 +15,32 @@ A decision survives any crash: ``bench resume`` first claims it here, in one com
 run stops again or ends, the new checkpoint replaces the claim in another compare-and-set. A process killed
 in between leaves the claim, and the next ``bench resume`` carries the same decision out again from the same
 checkpoint, writing only the trace lines the killed one did not (``harness.matrix.reconcile``).
+
+A suspended run costs what a finished one does: a store keeps one connection per process open until ``close``
+(a matrix closes its store when it ends), in WAL mode with ``synchronous=NORMAL``, so a saved checkpoint is one
+transaction appended to the write-ahead log and no sync of its own (a connection per write used to cost five
+``fdatasync`` per suspended run: the log made, synced and folded back into the database at every close). The
+guarantee is the one bench makes for its trace lines: a committed row survives the process being killed at any
+instant, since the system already holds it and the next opening replays the log. A power cut or a system crash
+may lose the rows committed since the log was last synced (when SQLite folds it into the database, every
+thousand pages or so, and at ``close``), as it may lose trace lines not yet synced; the file stays consistent.
+Only a claim is synced before its commit returns: it is one per person's decision, not one per run, and a
+decision must never be lost once its trace lines may be on the disk. Several processes may write to one
+database at once, each through its own connection: a writer waits for another's transaction (the busy
+timeout), it does not fail.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
+import threading
 import time
+import weakref
 from collections.abc import Iterator
-from contextlib import closing, contextmanager
+from contextlib import closing, contextmanager, suppress
 from pathlib import Path
 from typing import Any, Literal
 
@@ -42,6 +58,7 @@ Decision = Literal["approve", "reject", "revise"]
 CheckpointStatus = Literal["suspended", "deciding", "continued", "rejected"]
 # fields added after the first checkpoints: left out of the digest while unset
 LATER_FIELDS = ("claim", "saved_at", "runtime")
+BUSY_TIMEOUT_S = 30.0  # how long a write waits for another process's transaction before it is WriteFailed
 
 
 class RecordedAttempt(BaseModel):
@@ -174,13 +191,44 @@ class CheckpointMoved(UserInputError):
 class CheckpointStore:
     """The checkpoints of one run folder; every write is a transaction, so a crash leaves the last good row.
 
-    Reading never writes: a missing file is not created, an empty one gets no table (``mode=rw`` with
-    ``query_only``). A write the system refuses (a full disk) raises WriteFailed naming the file.
+    Writes go through one connection, opened on the first and kept until ``close`` (or until the store is
+    dropped); the schema is made once, when it opens. Reading never writes: a missing file is not created, an
+    empty one gets no table (``mode=rw`` with ``query_only``). A write the system refuses (a full disk) raises
+    WriteFailed naming the file.
     """
 
     def __init__(self, folder: Path):
         self.folder = folder  # the run folder the database belongs to
         self.path = folder / CHECKPOINT_FILE
+        self._connection: sqlite3.Connection | None = None
+        self._closer: weakref.finalize[[], CheckpointStore] | None = None  # closes the connection once
+        self._lock = threading.Lock()  # one transaction at a time on the connection, whichever thread writes
+        _STORES.add(self)
+
+    def close(self) -> None:
+        """Closes the write connection: the log is folded into the database and synced (once per matrix). The
+        store opens a new connection if it writes again; one dropped without ``close`` is closed then, or at exit
+        (Python's sqlite3 connections sit in a reference cycle, which would keep them open until a collection)."""
+        with self._lock:
+            self._release()
+
+    def _release(self) -> None:
+        closer, self._closer, self._connection = self._closer, None, None
+        if closer is not None:
+            closer()
+
+    def __enter__(self) -> CheckpointStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Sent to another process (a worker) without its connection: the worker opens its own."""
+        return {"folder": self.folder, "path": self.path}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        CheckpointStore.__init__(self, state["folder"])
 
     @contextmanager
     def _reading(self) -> Iterator[sqlite3.Connection]:
@@ -188,7 +236,9 @@ class CheckpointStore:
         if self.path.is_file() and self.path.stat().st_size == 0:
             raise UserInputError(f"{self.path}: empty (0 bytes): the checkpoint database was emptied")
         try:
-            with closing(sqlite3.connect(f"{self.path.absolute().as_uri()}?mode=rw", uri=True, timeout=30.0)) as db:
+            with closing(
+                sqlite3.connect(f"{self.path.absolute().as_uri()}?mode=rw", uri=True, timeout=BUSY_TIMEOUT_S)
+            ) as db:
                 db.execute("PRAGMA query_only=1")
                 if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'checkpoints'").fetchone() is None:
                     raise UserInputError(f"{self.path}: holds no checkpoints table: not bench's checkpoint database")
@@ -199,23 +249,57 @@ class CheckpointStore:
             raise UserInputError(f"{self.path}: not a readable checkpoint database ({exc})") from None
 
     @contextmanager
-    def _writing(self) -> Iterator[sqlite3.Connection]:
-        """One transaction: committed on success, rolled back on any error; a refused write is WriteFailed."""
-        try:
-            with closing(sqlite3.connect(self.path, timeout=30.0)) as connection:
-                connection.execute("PRAGMA journal_mode=WAL")
-                connection.execute("PRAGMA synchronous=FULL")
-                connection.execute(
-                    "CREATE TABLE IF NOT EXISTS checkpoints (run_id TEXT PRIMARY KEY, status TEXT NOT NULL,"
-                    " pending_gate TEXT, body TEXT NOT NULL, digest TEXT NOT NULL)"
-                )
-                with connection:
-                    yield connection
-        except sqlite3.OperationalError as exc:  # a full disk, a read-only file or folder, a lock held too long
-            raise WriteFailed(self.path, str(exc)) from None
-        except sqlite3.DatabaseError as exc:
-            raise UserInputError(f"{self.path}: not a readable checkpoint database ({exc})") from None
+    def _writing(self, synced: bool = False) -> Iterator[sqlite3.Connection]:
+        """One transaction: committed on success, rolled back on any error; a refused write is WriteFailed.
+
+        ``BEGIN IMMEDIATE`` takes the write lock first, so a transaction never finds the database changed under
+        it: another process's writer is waited for, never an error. ``synced``: the commit returns only once the
+        log is on the disk (``synchronous=FULL`` for this transaction alone)."""
+        with self._lock:
+            try:
+                db = self._connection or self._open()
+                if synced:
+                    db.execute("PRAGMA synchronous=FULL")
+                db.execute("BEGIN IMMEDIATE")
+                try:
+                    yield db
+                    db.execute("COMMIT")
+                except BaseException:
+                    if db.in_transaction:
+                        db.execute("ROLLBACK")
+                    raise
+                finally:
+                    if synced:
+                        db.execute("PRAGMA synchronous=NORMAL")
+            except sqlite3.OperationalError as exc:  # a full disk, a read-only file or folder, a lock held too long
+                self._drop()
+                raise WriteFailed(self.path, str(exc)) from None
+            except sqlite3.DatabaseError as exc:
+                self._drop()
+                raise UserInputError(f"{self.path}: not a readable checkpoint database ({exc})") from None
         wrote()  # committed (test-only: BENCH_KILL_AFTER_WRITES may end the process here)
+
+    def _open(self) -> sqlite3.Connection:
+        """The write connection, with the database in WAL mode and its table made (both kept in the file)."""
+        connection = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
+        try:
+            connection.execute("PRAGMA journal_mode=WAL")
+            connection.execute("PRAGMA synchronous=NORMAL")  # a commit is not synced: see the module's docstring
+            connection.execute(
+                "CREATE TABLE IF NOT EXISTS checkpoints (run_id TEXT PRIMARY KEY, status TEXT NOT NULL,"
+                " pending_gate TEXT, body TEXT NOT NULL, digest TEXT NOT NULL)"
+            )
+        except BaseException:
+            connection.close()
+            raise
+        self._connection, self._closer = connection, weakref.finalize(self, connection.close)
+        return connection
+
+    def _drop(self) -> None:
+        """Closes a connection a write failed on, so the next write starts anew (closing may fail too: the failure
+        is said already)."""
+        with suppress(sqlite3.Error):
+            self._release()
 
     def save(self, checkpoint: Checkpoint) -> None:
         """A run's first suspension in a matrix (or its row written again by one)."""
@@ -232,15 +316,15 @@ class CheckpointStore:
         """Records ``decision`` at the stop ``checkpoint`` (as read) names, before anything of it is written to the
         trace: suspended there -> deciding, in one compare-and-set; CheckpointMoved when the row changed since."""
         claimed = checkpoint.model_copy(update={"status": "deciding", "claim": decision, "saved_at": time.time()})
-        self._swap(checkpoint, "suspended", claimed)
+        self._swap(checkpoint, "suspended", claimed, synced=True)  # a person's decision outlives a power cut too
         return claimed
 
     def settle(self, claimed: Checkpoint, after: Checkpoint) -> None:
         """Replaces a claim by where the run now stands (suspended at its next stop, or decided for good)."""
         self._swap(claimed, "deciding", after.model_copy(update={"saved_at": time.time()}))
 
-    def _swap(self, expected: Checkpoint, status: str, new: Checkpoint) -> None:
-        with self._writing() as db:
+    def _swap(self, expected: Checkpoint, status: str, new: Checkpoint, synced: bool = False) -> None:
+        with self._writing(synced) as db:
             changed = db.execute(
                 "UPDATE checkpoints SET status = ?, pending_gate = ?, body = ?, digest = ? "
                 "WHERE run_id = ? AND status = ? AND digest = ?",
@@ -329,6 +413,24 @@ class OpenStop(BaseModel):
     gate: str
     next_seq: int | None  # the trace position its checkpoint names
     claim: HumanDecision | None = None
+
+
+_STORES: weakref.WeakSet[CheckpointStore] = weakref.WeakSet()  # every store of this process, for a fork
+_INHERITED: list[sqlite3.Connection] = []  # a forked child's copies of its parent's connections: never closed
+
+
+def _forget_parent_connections() -> None:
+    """In a forked child: SQLite forbids using (or closing) a connection the parent opened, so each store opens
+    its own on its next write, and the parent's copy is kept referenced, never closed, until the child ends."""
+    for store in list(_STORES):
+        store._lock = threading.Lock()  # a lock another thread held at the fork would never be released here
+        if store._closer is not None and store._connection is not None:
+            store._closer.detach()
+            _INHERITED.append(store._connection)
+        store._connection = store._closer = None
+
+
+os.register_at_fork(after_in_child=_forget_parent_connections)
 
 
 def _body(checkpoint: Checkpoint) -> tuple[str, str]:

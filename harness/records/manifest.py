@@ -34,8 +34,19 @@ class LiveManifest(BaseModel):
     client: dict[str, Any] = Field(default_factory=dict)
 
 
+class ManifestModel(BaseModel):
+    """One model of a matrix folder: the --model value it ran with, the label its trace lines carry, its source."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    choice: str
+    label: str
+    source: ModelSourceKind
+    live: LiveManifest | None = None  # a live model: its endpoint and settings, as ``Manifest.live`` for the first
+
+
 class Manifest(BaseModel):
-    """One run folder's facts: the command, the matrix, the model, versions, times and status."""
+    """One run folder's facts: the command, the matrix, the model, versions and provenance, times and status."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -47,15 +58,24 @@ class Manifest(BaseModel):
     model: str  # the model's label, as in every trace line
     model_source: ModelSourceKind
     model_choice: str | None = None  # the --model value it ran with (scripted:NAME, replay:DIR, live, local)
+    # Every model of the matrix, in the order they ran (model, model_source and model_choice are the first's); a
+    # manifest written before several models were allowed has none and is read as its one model.
+    models: list[ManifestModel] = Field(default_factory=list)
     trials: int
     seed: int
     gateway_policy: GatewayPolicy
     concurrency: int
+    workers: int = 1  # the most worker processes any of its models ran in (1: in-process; docs/scale.md)
     start_time: str
     end_time: str | None = None
     status: RunFolderStatus = "running"
     runs: int | None = None  # runs with a final summary, written at the end
     versions: dict[str, str] = Field(default_factory=dict)
+    # Provenance (harness/matrix/provenance.py): what must match for two runs' numbers to be compared. A manifest
+    # written before they were kept reads with the defaults (unknown), and nothing is compared on them.
+    bench_commit: str | None = None  # the git commit bench ran from (-dirty: uncommitted changes); None: no checkout
+    scenario_hashes: dict[str, str] = Field(default_factory=dict)  # scenario id -> short sha256 of its file's bytes
+    prompt_hash: str | None = None  # short sha256 over the modes package's source, where the prompts are written
     replay_of: str | None = None  # a replay: the recording it answered from
     approver: str | None = None  # who decided at gates during the matrix (a scripted approver), if anyone
     resumes: int = 0  # decisions given later with bench resume

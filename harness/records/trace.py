@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -164,6 +164,15 @@ class TraceWriter:
         self._append(event.__pydantic_serializer__.to_json(event) + b"\n")
         wrote()  # test-only: BENCH_KILL_AFTER_WRITES=N kills the process after its Nth write
 
+    def write_many(self, events: Sequence[BaseModel]) -> None:
+        """Several records (a work unit's lines) in one write system call."""
+        self.write_serialized(serialized(events))
+
+    def write_serialized(self, data: bytes) -> None:
+        """Whole JSONL lines serialised already (by a worker process), in one write system call."""
+        self._append(data)
+        wrote()
+
     def _append(self, data: bytes) -> None:
         if self._failed is not None:
             raise WriteFailed(self.path, self._failed)
@@ -199,6 +208,11 @@ class TraceWriter:
             return
         with contextlib.suppress(WriteFailed):  # the error on its way out says what went wrong first
             self.close()
+
+
+def serialized(records: Sequence[BaseModel]) -> bytes:
+    """Records as the JSONL lines a ``TraceWriter`` writes."""
+    return b"".join(r.__pydantic_serializer__.to_json(r) + b"\n" for r in records)
 
 
 def _reason(exc: OSError) -> str:

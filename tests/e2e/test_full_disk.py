@@ -192,16 +192,16 @@ def test_a_trace_write_refused_mid_line_stops_the_matrix_with_the_manifest_sayin
 def test_when_even_the_manifest_cannot_be_written_the_one_line_says_so(tmp_path, monkeypatch, capsys):
     out = tmp_path / "run"
     disk_fills_up(monkeypatch, "traces.jsonl", room=20_000)
-    real_write = trace_module.TraceWriter.write
+    real_write = trace_module.TraceWriter.write_many  # how the matrix writes each finished run's lines
 
-    def write_then_fill(self: Any, event: Any) -> None:  # once the trace is refused, so is the manifest
+    def write_then_fill(self: Any, events: Any) -> None:  # once the trace is refused, so is the manifest
         try:
-            real_write(self, event)
+            real_write(self, events)
         except WriteFailed:
             manifest_cannot_be_written(monkeypatch)
             raise
 
-    monkeypatch.setattr(trace_module.TraceWriter, "write", write_then_fill)
+    monkeypatch.setattr(trace_module.TraceWriter, "write_many", write_then_fill)
     code, _, stderr = bench_main(monkeypatch, capsys, "run", *SMALL, "--out", str(out))
     assert code == 2
     line = one_error_line(stderr)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from harness.errors import UserInputError
@@ -224,7 +225,9 @@ def test_identical_duplicates_are_read_once_and_different_ones_are_an_error(tmp_
     message = str(error.value)
     assert message.startswith("run a seq 0 is on two different lines: ")
     assert f"{tmp_path / 'x' / 'traces.jsonl'}:1 and {tmp_path / 'y' / 'traces.jsonl'}:1" in message
-    assert f"(and {len(lines) - 3} more)" in message and message.endswith("; one run id, one event each")
+    assert f"(and {len(lines) - 3} more)" in message and message.endswith(
+        "report them one at a time, or compare them with bench compare"
+    )
 
 
 def test_a_version_this_bench_does_not_read_or_a_mix_of_versions_is_an_error(tmp_path):
@@ -438,7 +441,9 @@ def test_a_conflict_on_a_long_run_id_names_it_cut_and_lists_few_places_in_full(t
     fx, fy = x / "traces.jsonl", y / "traces.jsonl"
     assert message == (
         f"run {'r' * 57}... seq 0 is on two different lines: {fx}:1 and {fy}:1; {fx}:2 and {fy}:2; "
-        f"{fx}:3 and {fy}:3; one run id, one event each"
+        f"{fx}:3 and {fy}:3; a run id is its work unit's (seed, scenario, mode, trial, model, policy, approver), "
+        "so two folders that ran the same matrix hold the same ids: report them one at a time, or compare them "
+        "with bench compare"
     )
 
 
@@ -509,3 +514,36 @@ def test_line_numbers_count_leading_blank_lines_in_every_chunk(tmp_path):
     for chunk in (1, 7, 500, 1 << 20):
         traces = load_traces(folder, chunk_bytes=chunk)
         assert traces.events["line"].tolist() == [3 * (i + 1) for i in range(len(lines))], chunk
+
+
+def test_the_columns_asked_for_are_the_only_event_columns_and_hold_what_a_full_load_holds(tmp_path):
+    runs = [
+        Run("a", "react", calls=[Call(12.5, 7, 3, "note", retries=("timeout",))], violations=["forbidden:deploy"]),
+        Run("b", "workflow", calls=[Call(3.0, action="note")], status="finished", gateway_policy="audit"),
+    ]
+    a = write_runs(tmp_path / "a", runs[:1])
+    b = write_runs(tmp_path / "b", runs[1:])
+    asked = ["kind", "run_id", "latency_ms", "gateway_policy", "source", "error_kind"]
+    full, some = load_traces([a, b]), load_traces([a, b], columns=asked)
+    kept = ["source", "run_id", "gateway_policy", "kind", "latency_ms", "error_kind", "complete"]
+    assert list(some.events.columns) == kept  # in the full frame's order, "complete" always
+    pd.testing.assert_frame_equal(some.events, full.events[kept])
+    pd.testing.assert_frame_equal(some.runs, full.runs)
+    pd.testing.assert_frame_equal(some.violations, full.violations)
+
+
+def test_identical_duplicates_are_dropped_from_the_kept_columns_and_the_runs_alike(tmp_path):
+    lines = lines_of(Run("a", "react", calls=[Call(1.0, action="note")]), Run("b", "react", trial=2))
+    folder = write_lines(tmp_path / "run", lines)
+    copy = write_lines(tmp_path / "copy", lines)
+    traces = load_traces([folder, copy], columns=["run_id", "seq", "latency_ms"], chunk_bytes=200)
+    once = load_traces(folder)
+    for name in ("seq", "latency_ms"):
+        pd.testing.assert_series_equal(traces.events[name], once.events[name])
+    assert traces.runs["run_id"].tolist() == ["a", "b"] and traces.events["complete"].all()
+
+
+def test_an_event_column_that_does_not_exist_is_refused(tmp_path):
+    folder = write_runs(tmp_path / "run", [Run("a", "react")])
+    with pytest.raises(ValueError, match=r"unknown event columns \['latency'\]"):
+        load_traces(folder, columns=["latency"])

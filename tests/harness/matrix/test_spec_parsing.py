@@ -30,7 +30,7 @@ def test_the_model_string_a_caller_gives_becomes_a_typed_choice():
 def test_no_model_is_the_committed_recording_replayed():
     spec = RunSpec()
     assert spec.model == ModelChoice("replay", folder=RECORDED_MODEL)
-    assert "model" not in spec.model_fields_set  # a --resume still sees that no --model was given
+    assert "models" not in spec.model_fields_set  # a --resume still sees that no --model was given
 
 
 def test_a_choice_already_made_is_kept_as_it_is():
@@ -48,7 +48,7 @@ def test_the_approver_string_becomes_a_typed_spec_that_makes_each_runs_approver(
 
 def test_a_spec_dumps_back_to_the_strings_it_was_given():
     dumped = RunSpec(model="scripted:eager", approver="scripted:reject", gateway="audit").model_dump(mode="json")
-    assert (dumped["model"], dumped["approver"], dumped["gateway"]) == ("scripted:eager", "scripted:reject", "audit")
+    assert (dumped["models"], dumped["approver"], dumped["gateway"]) == (["scripted:eager"], "scripted:reject", "audit")
 
 
 def test_each_flag_is_parsed_once_for_a_whole_run(monkeypatch, tmp_path):

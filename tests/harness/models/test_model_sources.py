@@ -62,7 +62,7 @@ def test_only_the_live_endpoint_needs_the_environment():
     assert [name for name, kind in MODEL_SOURCES.items() if kind.live] == ["live", "local"]
 
 
-@pytest.mark.parametrize("value", ["scripted", "scripted:", "live:x", "local:", "gpt-4o", "replay"])
+@pytest.mark.parametrize("value", ["scripted", "scripted:", "live:", "local:x", "local:", "gpt-4o", "replay"])
 def test_a_value_not_written_a_kinds_way_lists_every_kind(value):
     with pytest.raises(UserInputError) as caught:
         choose(value)

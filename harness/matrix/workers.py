@@ -1,0 +1,294 @@
+"""The worker-process executor: a matrix's units run in N local processes, the driver writes every line.
+
+Each worker is a fresh interpreter (``spawn``) given the scenarios once; it pulls batches of units from a bounded
+queue, runs each batch under asyncio with its share of ``--concurrency``, and sends every finished unit's lines
+back whole, serialised already. The driver (the calling process) is the only writer of ``traces.jsonl``: one
+write per unit, so what a kill leaves is what ``--resume`` already handles. A stop request (SIGINT, SIGTERM) sets
+a shared event: every worker ends its runs in flight with their ``interrupted`` summaries and exits; workers ignore
+the signals themselves, so a terminal's Ctrl-C sent to the whole group is decided once, by the driver. A worker
+whose driver dies is killed with it (Linux: the parent-death signal; elsewhere it notices within a second).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import multiprocessing
+import os
+import queue
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, replace
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+from harness.choices import GatewayPolicy
+from harness.core.approvals import ApproverSpec, nobody_decides
+from harness.core.signals import RunInterrupted, StopRequest
+from harness.errors import UserInputError, WriteFailed
+from harness.matrix.cell_runner import Cell, MatrixConfig, run_matrix
+from harness.models.choice import ModelChoice, open_source
+from harness.models.config import LiveOptions
+from harness.records.checkpoint import CheckpointStore
+from harness.records.trace import RunOutcome, TraceEvent, serialized
+from harness.scenario.model import Scenario
+
+UnitKey = tuple[str, str, int]  # scenario, mode, trial: what crosses the process boundary instead of a Cell
+POLL_S = 0.2  # how often the driver looks at its workers' health and a stop request between results
+BATCH_PER_SLOT = 8  # units per batch for each run a worker keeps in flight: few queue messages, little tail
+
+
+@dataclass(frozen=True)
+class WorkerSetup:
+    """What every worker needs, sent once when it starts (everything here pickles)."""
+
+    folder: Path
+    model: ModelChoice
+    options: LiveOptions
+    concurrency: int  # this worker's share of --concurrency
+    seed: int
+    gateway_policy: GatewayPolicy
+    approver: ApproverSpec | None
+    scenarios: tuple[Scenario, ...]
+    with_events: bool  # the driver shows each event (a progress bar): send the event objects too
+    driver_pid: int
+    label: str | None = None  # the model's label in the matrix (a replay beside the model it recorded: its own)
+
+
+@dataclass(frozen=True)
+class UnitDone:
+    """A finished unit: its lines as written, the outcome its summary carries, and its events when asked for."""
+
+    key: UnitKey
+    run_id: str
+    lines: bytes
+    outcome: RunOutcome
+    events: tuple[TraceEvent, ...] = ()
+
+
+@dataclass(frozen=True)
+class WorkerFailed:
+    """A worker could not go on: the error's kind and line (a file bench could not write names its path)."""
+
+    kind: str
+    message: str
+    path: str | None = None
+
+
+@dataclass(frozen=True)
+class WorkerExited:
+    index: int
+
+
+def worker_share(concurrency: int, workers: int, index: int) -> int:
+    """Worker ``index``'s share of the global bound on runs (and model requests) in flight; at least one."""
+    return max(1, concurrency // workers + (1 if index < concurrency % workers else 0))
+
+
+def batches(cells: Iterable[Cell], size: int) -> Iterator[list[UnitKey]]:
+    """The cells as batches of unit keys, lazily: memory stays flat in the matrix's size."""
+    keys = ((c.scenario.id, c.mode, c.trial) for c in cells)
+    while batch := list(islice(keys, size)):
+        yield batch
+
+
+def run_in_workers(
+    cells: Iterable[Cell],
+    setup: WorkerSetup,
+    workers: int,
+    concurrency: int,
+    on_unit: Callable[[UnitDone], None],
+    stop: StopRequest,
+) -> None:
+    """Runs ``cells`` in ``workers`` processes; ``on_unit`` (the driver's writer) sees every finished unit.
+
+    Returns once every worker has exited: all cells ran, or a stop request ended the runs in flight. A worker that
+    fails or dies raises here (WriteFailed for a file it could not write) after the others are stopped.
+    """
+    stop.polled()
+    context = multiprocessing.get_context("spawn")
+    tasks: Any = context.Queue(maxsize=2 * workers)
+    results: Any = context.Queue()
+    halt = context.Event()
+    processes = [
+        context.Process(
+            target=worker_main,
+            args=(replace(setup, concurrency=worker_share(concurrency, workers, i)), i, tasks, results, halt),
+            name=f"bench-worker-{i}",
+            daemon=True,
+        )
+        for i in range(workers)
+    ]
+    for process in processes:
+        process.start()
+    size = BATCH_PER_SLOT * max(1, concurrency // workers)
+    pending = batches(cells, size)
+    waiting: list[UnitKey] | None = None  # a batch taken from the cells that the full queue did not take yet
+    ended = False  # the cells ran out: what remains to send is one end marker (None) per worker
+    sentinels = 0
+    exited: set[int] = set()
+    failure: WorkerFailed | None = None
+    try:
+        while len(exited) < workers:
+            if stop.requested or failure is not None:
+                halt.set()
+            while not halt.is_set() and sentinels < workers:  # keep the queue full
+                if waiting is None and not ended:
+                    waiting = next(pending, None)
+                    ended = waiting is None
+                try:
+                    tasks.put_nowait(waiting)
+                except queue.Full:
+                    break
+                sentinels += ended
+                waiting = None
+            try:
+                message = results.get(timeout=POLL_S)
+            except queue.Empty:
+                failure = failure or _dead_worker(processes, exited)
+                continue
+            if isinstance(message, UnitDone):
+                on_unit(message)
+            elif isinstance(message, WorkerExited):
+                exited.add(message.index)
+            elif isinstance(message, WorkerFailed):
+                failure = failure or message
+    finally:
+        halt.set()
+        for process in processes:
+            process.join(timeout=5)
+            if process.is_alive():
+                process.kill()
+                process.join()
+    if failure is not None:
+        raise _raised(failure)
+
+
+def _dead_worker(processes: list[Any], exited: set[int]) -> WorkerFailed | None:
+    """A worker that ended without saying so (killed, out of memory): the matrix stops, resumable."""
+    for index, process in enumerate(processes):
+        # exit status 0: the worker said so before it exited (WorkerExited, still in the pipe), never unannounced
+        if index not in exited and process.exitcode not in (None, 0):
+            exited.add(index)
+            code = process.exitcode
+            how = f"signal {-code}" if code < 0 else f"exit status {code}"
+            return WorkerFailed("worker", f"worker process {index} ended unexpectedly ({how})")
+    return None
+
+
+def _raised(failure: WorkerFailed) -> BaseException:
+    if failure.path is not None:
+        return WriteFailed(Path(failure.path), failure.message)
+    if failure.kind == "UserInputError":
+        return UserInputError(failure.message)
+    return RuntimeError(f"{failure.kind}: {failure.message}")
+
+
+def worker_main(setup: WorkerSetup, index: int, tasks: Any, results: Any, halt: Any) -> None:
+    """A worker process: runs batches until the end marker or a stop, then says it exited."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)  # the driver decides on a stop, once, for every worker
+    _die_with(setup.driver_pid)
+    try:
+        asyncio.run(_work(setup, tasks, results, halt))
+    except WriteFailed as exc:
+        results.put(WorkerFailed("WriteFailed", exc.reason, str(exc.path)))
+    except BaseException as exc:  # anything else ends this worker; the driver stops the matrix with its line
+        results.put(WorkerFailed(type(exc).__name__, str(exc).strip().splitlines()[0] if str(exc).strip() else ""))
+    finally:
+        results.put(WorkerExited(index))
+        results.close()
+        results.join_thread()
+
+
+async def _work(setup: WorkerSetup, tasks: Any, results: Any, halt: Any) -> None:
+    stop = StopRequest()
+    scenarios = {s.id: s for s in setup.scenarios}
+    with open_source(
+        setup.model,
+        endpoint=None,
+        options=setup.options,
+        concurrency=setup.concurrency,
+        run_folder=setup.folder,
+        scenarios=setup.scenarios,
+        label=setup.label,
+    ) as opened:
+        config = MatrixConfig(
+            model=opened.source,
+            seed=setup.seed,
+            concurrency=setup.concurrency,
+            gateway_policy=setup.gateway_policy,
+            stop=stop,
+            approver=nobody_decides if setup.approver is None else setup.approver.for_run,
+            checkpoints=CheckpointStore(setup.folder),
+            model_choice=setup.model.describe(),
+            approver_label="" if setup.approver is None else str(setup.approver),
+        )
+        task = asyncio.current_task()
+        assert task is not None
+        stop.attach(task)
+        watcher = threading.Thread(target=_watch, args=(halt, stop), daemon=True)
+        watcher.start()
+
+        def send(events: Any) -> None:
+            summary = events[-1]
+            assert summary.outcome is not None
+            key = (summary.scenario, summary.mode, summary.trial)
+            extra = tuple(events) if setup.with_events else ()
+            results.put(UnitDone(key, summary.run_id, serialized(events), summary.outcome, extra))
+
+        try:
+            while not stop.requested:
+                batch = await asyncio.to_thread(_next_batch, tasks, halt, setup.driver_pid)
+                if batch is None:
+                    break
+                cells = [Cell(scenarios[s], m, t) for s, m, t in batch]
+                await run_matrix(cells, config, None, units=send)
+        except (asyncio.CancelledError, RunInterrupted):
+            if not stop.requested:
+                raise
+        finally:
+            if config.checkpoints is not None:
+                config.checkpoints.close()
+            await config.model.aclose()
+
+
+def _next_batch(tasks: Any, halt: Any, driver_pid: int) -> list[UnitKey] | None:
+    """The next batch, or None at the end marker, on a stop, or once the driver is gone."""
+    while not halt.is_set():
+        try:
+            batch: list[UnitKey] | None = tasks.get(timeout=1.0)
+            return batch
+        except queue.Empty:
+            if os.getppid() != driver_pid:
+                return None
+    return None
+
+
+def _watch(halt: Any, stop: StopRequest) -> None:
+    """Turns the driver's stop into this worker's own stop request: its runs in flight end interrupted.
+
+    It polls: a process that exits while blocked in ``Event.wait`` leaves the event's ``set`` waiting for it forever.
+    """
+    while not halt.is_set():
+        time.sleep(POLL_S)
+    if not stop.requested:
+        with contextlib.suppress(KeyboardInterrupt):
+            stop.request(signal.SIGTERM)
+
+
+def _die_with(driver_pid: int) -> None:
+    """Linux: this process gets SIGKILL when its driver dies, so no worker outlives a killed matrix."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != driver_pid:  # the driver died before the signal was armed
+        os._exit(1)
