@@ -36,6 +36,7 @@ class Mode(ABC):
     published_p95_ms: ClassVar[float | None] = None
     published_error_rate: ClassVar[float | None] = None
     story: ClassVar[str | None] = None  # seed 003's typical story for this position (bench's scenario in brackets)
+    typical_story: ClassVar[str | None] = None  # the id of the scenario that stages that story, if there is one
     # Whether the mode's own code stops before every unapproved gate (the runtime, not the gateway alone):
     # under an auditing gateway such a mode still commits nothing gated without its approval.
     hard_gate: ClassVar[bool] = False

@@ -38,6 +38,7 @@ class HybridPlanner(Mode):
     published_p95_ms = 1800.0
     published_error_rate = 0.045
     story = "cross-system data migration (data_migration)"
+    typical_story = "data_migration"
     hard_gate = True
     max_review_rounds: ClassVar[int] = 2  # times a reviewer may send one plan back before it is dropped
     PARAMETERS = ("max_review_rounds",)

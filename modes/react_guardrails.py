@@ -55,6 +55,7 @@ class ReActGuardrails(Mode):
     published_p95_ms = 920.0
     published_error_rate = 0.028
     story = "internal knowledge-base answers (kb_policy_answer)"
+    typical_story = "kb_policy_answer"
     hard_gate = True
     max_retries_per_tool: ClassVar[int] = 3  # retries of a tool in a run (calls after a failed one)
     call_timeout_ms: ClassVar[int] = 5_000  # a call that takes longer (simulated) is cut off as a timeout

@@ -53,6 +53,7 @@ class WorkflowMode(Mode):
     published_p95_ms = 120.0
     published_error_rate = 0.0001
     story = "bank transfer compliance check (bank_transfer_compliance)"
+    typical_story = "bank_transfer_compliance"
     hard_gate = True
     # The freedoms the workflow family widens, one a mode: who picks among branches marked route_by: model, who
     # fills a parameter template's slots, and whether a node's declared failure hands over to a ReAct loop.

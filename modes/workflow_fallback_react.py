@@ -26,4 +26,5 @@ class WorkflowFallbackReact(WorkflowMode):
     published_p95_ms = 1100.0
     published_error_rate = 0.031
     story = "medical report reading: rules, help when ambiguous (medical_report)"
+    typical_story = "medical_report"
     falls_back = True

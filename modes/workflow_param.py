@@ -25,4 +25,5 @@ class WorkflowParam(WorkflowMode):
     published_p95_ms = 450.0
     published_error_rate = 0.012
     story = "e-commerce promotion copy (promotion_copy)"
+    typical_story = "promotion_copy"
     fills_params = True

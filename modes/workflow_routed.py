@@ -24,4 +24,5 @@ class WorkflowRouted(WorkflowMode):
     published_p95_ms = 280.0
     published_error_rate = 0.003
     story = "support ticket first-level triage (support_ticket_triage)"
+    typical_story = "support_ticket_triage"
     routes = "model"

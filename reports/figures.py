@@ -2,13 +2,14 @@
 
 Paper-ready by construction: each figure is titled with what it shows and the facts that qualify it
 (model, gateway policy, trials, n), legends sit outside the data, and ``--by scenario`` gets a
-mode x scenario heatmap instead of a column of bars.
+mode x scenario heatmap instead of a column of bars. Groups of several models get a panel per model in the
+verdicts and stop-correctness figures (``facets``), on one shared axis.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from matplotlib.figure import Figure
 from matplotlib.layout_engine import ConstrainedLayoutEngine
 
 from reports.load import clean_text
-from reports.metrics import DECISION_MAKERS, JUDGED_VERDICTS, Metrics
+from reports.metrics import DECISION_MAKERS, JUDGED_VERDICTS, GroupMetrics, Metrics
 
 COLOURS = {
     "llm": "#d95f02",
@@ -49,6 +50,7 @@ VERDICT_LABELS = {
     "no_stop": "no stop",
     "failed_closed": "failed closed",
 }
+NOT_APPLICABLE = "n/a: plan review unanswered"  # a group whose every run stopped at its mode's own review, unanswered
 WIDTH = 7.2  # inches: a two-column paper's text width
 FONT = 8.5
 
@@ -95,6 +97,29 @@ def labels(metrics: Metrics) -> list[str]:
     ]
 
 
+def facets(metrics: Metrics) -> list[tuple[str | None, Metrics]]:
+    """A panel per model when the groups span several (each panel's groups are that model's), else one panel."""
+    if "model" not in metrics.keys or metrics.constant("model") is not None:
+        return [(None, metrics)]
+    at = metrics.keys.index("model")
+    panels: dict[str, list[GroupMetrics]] = {}
+    for g in metrics.groups:
+        panels.setdefault(g.key[at], []).append(g)
+    return [(model, replace(metrics, groups=groups)) for model, groups in panels.items()]
+
+
+def _panels(metrics: Metrics, base: float = 1.5) -> tuple[Figure, list[tuple[Axes, Metrics]]]:
+    """A figure with a row of bars per group, in a panel per model (titled with it) when there are several."""
+    parts = facets(metrics)
+    sizes = [max(len(part.groups), 1) for _, part in parts]
+    fig = _new(_height(sum(sizes), base=base) + 0.3 * (len(parts) - 1))
+    axes = fig.subplots(len(parts), 1, sharex=True, height_ratios=sizes, squeeze=False)[:, 0]
+    for ax, (model, _) in zip(axes, parts, strict=True):
+        if model is not None:
+            ax.set_title(f"model {clean_text(model, 60)}", fontsize=FONT + 0.5, loc="left")
+    return fig, [(ax, part) for ax, (_, part) in zip(axes, parts, strict=True)]
+
+
 def short_folders(paths: list[str]) -> dict[str, str]:
     """Each run folder by its shortest distinctive tail: results/a/run and results/b/run -> a/run, b/run."""
     parts = {p: Path(p).parts or (p,) for p in set(paths)}
@@ -130,28 +155,60 @@ def _share_axis(ax: Axes, y: np.ndarray, names: list[str], room: float = 0.0) ->
     ax.set_xticks([0, 0.25, 0.5, 0.75, 1.0], ["0%", "25%", "50%", "75%", "100%"])
 
 
+def _mark_not_applicable(ax: Axes, y: np.ndarray, metrics: Metrics) -> bool:
+    """A hatched grey bar labelled n/a for each group whose every run stopped at its mode's own plan review, which no
+    one answers without an approver: its rates are not 0, there are none (reports.metrics.unanswered_review)."""
+    marked = False
+    for yi, g in zip(y, metrics.groups, strict=True):
+        if g.not_applicable:
+            ax.barh(float(yi), 1.0, height=0.7, facecolor="#f2f2f2", hatch="xx", edgecolor="#bbbbbb", linewidth=0)
+            text = f"{NOT_APPLICABLE} ({g.unanswered_reviews} runs)"
+            ax.text(0.5, float(yi), text, ha="center", va="center", fontsize=FONT - 1, color="#333333")
+            marked = True
+    return marked
+
+
+def _unanswered(g: GroupMetrics) -> str:
+    """What the counts at the right add for runs left out as unanswered plan reviews."""
+    return f" (+{g.unanswered_reviews} unanswered)" if g.unanswered_reviews else ""
+
+
+def _room(metrics: Metrics, room: float) -> float:
+    """Room at the right for the counts, wider when some group counts unanswered plan reviews there."""
+    return room + (0.18 if any(g.unanswered_reviews for g in metrics.groups) else 0.0)
+
+
 def verdicts(metrics: Metrics, context: Context) -> Plot:
     """Stacked bars: the share of each stop verdict among a group's judged runs, n at the right.
 
     The correct share is split by content: solid where the oracle passed too (the work was right), hatched where
     the run stopped in the right place with work the oracle faults, so a right stop is never read as right work.
     """
-    names = labels(metrics)
-    fig = _new(_height(len(names)))
-    ax = fig.add_subplot()
-    y = np.arange(len(names))
-    left = np.zeros(len(names))
-    for share, style in _verdict_segments(metrics):
-        ax.barh(y, share, left=left, edgecolor="white", linewidth=0.5, height=0.7, **style)
-        left += share
-    for yi, g in zip(y, metrics.groups, strict=True):
-        known = g.judged - g.unverdicted
-        text = f"n={known}" + (f" (+{g.infrastructure} infra)" if g.infrastructure else "")
-        ax.text(1.01, float(yi), text if known or not g.judged else "no verdicts", va="center", fontsize=FONT - 1)
-    _share_axis(ax, y, names, room=0.2)
-    ax.set_xlabel("share of judged runs (infrastructure runs are not judged; counted at the right)", fontsize=FONT)
+    fig, panels = _panels(metrics)
+    marked = False
+    for ax, part in panels:
+        names = labels(part)
+        y = np.arange(len(names))
+        left = np.zeros(len(names))
+        for share, style in _verdict_segments(part):
+            ax.barh(y, share, left=left, edgecolor="white", linewidth=0.5, height=0.7, **style)
+            left += share
+        for yi, g in zip(y, part.groups, strict=True):
+            known = g.judged - g.unverdicted
+            text = f"n={known}" + (f" (+{g.infrastructure} infra)" if g.infrastructure else "") + _unanswered(g)
+            ax.text(1.01, float(yi), text if known or not g.judged else "no verdicts", va="center", fontsize=FONT - 1)
+        marked = _mark_not_applicable(ax, y, part) or marked
+        _share_axis(ax, y, names, room=_room(metrics, 0.2))
+    ax = panels[-1][0]  # the x label under the last panel, the legend from the first
+    some = any(g.unanswered_reviews for g in metrics.groups)
+    ax.set_xlabel(
+        "share of judged runs (infrastructure runs are not judged; counted at the right)"
+        + ("\nnor are unanswered plan reviews" if some else "")
+        + ("; hatched: n/a, every run stopped at one" if marked else ""),
+        fontsize=FONT,
+    )
     fig.legend(
-        *ax.get_legend_handles_labels(),
+        *panels[0][0].get_legend_handles_labels(),
         loc="outside lower center",
         ncol=(len(JUDGED_VERDICTS) + 2) // 2,
         fontsize=FONT,
@@ -199,21 +256,27 @@ def _share(part: int, whole: int) -> float:
 
 
 def stop_correctness(metrics: Metrics, context: Context) -> Plot:
-    names = labels(metrics)
-    rates = np.array([g.stop.rate for g in metrics.groups], dtype=float)
-    low = np.array([g.stop.low for g in metrics.groups], dtype=float)
-    high = np.array([g.stop.high for g in metrics.groups], dtype=float)
-    fig = _new(_height(len(names)))
-    ax = fig.add_subplot()
-    y = np.arange(len(names))
-    shown = np.nan_to_num(rates)
-    ax.barh(y, shown, color="#0072B2", alpha=0.85, height=0.7)
-    error = np.vstack([np.nan_to_num(rates - low), np.nan_to_num(high - rates)])
-    ax.errorbar(shown, y, xerr=error, fmt="none", ecolor="black", capsize=3, linewidth=1)
-    for yi, g in zip(y, metrics.groups, strict=True):
-        ax.text(1.02, float(yi), f"{g.stop.successes}/{g.stop.n}", va="center", fontsize=FONT - 1)
-    _share_axis(ax, y, names, room=0.14)  # room on the right for the correct / judged counts
-    ax.set_xlabel("stop-correct rate (bar), Wilson 95% interval (whiskers), correct / judged (right)", fontsize=FONT)
+    fig, panels = _panels(metrics)
+    marked = False
+    for ax, part in panels:
+        names = labels(part)
+        rates = np.array([g.stop.rate for g in part.groups], dtype=float)
+        low = np.array([g.stop.low for g in part.groups], dtype=float)
+        high = np.array([g.stop.high for g in part.groups], dtype=float)
+        y = np.arange(len(names))
+        shown = np.nan_to_num(rates)
+        ax.barh(y, shown, color="#0072B2", alpha=0.85, height=0.7)
+        error = np.vstack([np.nan_to_num(rates - low), np.nan_to_num(high - rates)])
+        ax.errorbar(shown, y, xerr=error, fmt="none", ecolor="black", capsize=3, linewidth=1)
+        for yi, g in zip(y, part.groups, strict=True):
+            ax.text(1.02, float(yi), f"{g.stop.successes}/{g.stop.n}{_unanswered(g)}", va="center", fontsize=FONT - 1)
+        marked = _mark_not_applicable(ax, y, part) or marked
+        _share_axis(ax, y, names, room=_room(metrics, 0.14))  # room on the right for the correct / judged counts
+    ax.set_xlabel(
+        "stop-correct rate (bar), Wilson 95% interval (whiskers), correct / judged (right)"
+        + ("\nhatched: n/a, every run stopped at its own plan review, unanswered" if marked else ""),
+        fontsize=FONT,
+    )
     _title(fig, "Stop-correctness", context)
     return Plot("stop_correctness", "Stop-correctness with Wilson 95% intervals", fig)
 
@@ -244,6 +307,7 @@ def heatmap(metrics: Metrics, context: Context) -> Plot:
             for j, scenario in enumerate(scenarios):
                 g = cells.get((policy, mode, scenario))
                 text = f"{g.stop.successes}/{g.stop.n}" if g is not None and g.stop.n else "–"
+                text = "n/a" if g is not None and g.not_applicable else text  # its own plan review, unanswered
                 dark = math.isnan(grid[i, j]) or grid[i, j] > 0.6
                 ax.text(j, i, text, ha="center", va="center", fontsize=FONT - 1, color="black" if dark else "white")
         ax.set_xticks(

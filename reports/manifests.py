@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,11 @@ class RunInfo:
     trials: int | None = None
     label: str | None = None
     problem: str | None = None  # why the manifest could not be read, if it could not
+    # provenance (harness/matrix/provenance.py), compared across folders by reports/provenance.py; empty: not kept
+    versions: dict[str, str] = field(default_factory=dict, hash=False)
+    bench_commit: str | None = None
+    scenario_hashes: dict[str, str] = field(default_factory=dict, hash=False)
+    prompt_hash: str | None = None
 
     @property
     def unfinished(self) -> bool:
@@ -48,12 +53,24 @@ def read_run_info(folder: Path) -> RunInfo | None:
         gateway_policy=_text(data, "gateway_policy"),
         trials=_count(data, "trials"),
         label=_text(data, "label"),
+        versions=_texts(data, "versions"),
+        bench_commit=_text(data, "bench_commit"),
+        scenario_hashes=_texts(data, "scenario_hashes"),
+        prompt_hash=_text(data, "prompt_hash"),
     )
 
 
 def _text(data: dict[str, Any], key: str) -> str | None:
     value = data.get(key)
     return value if isinstance(value, str) else None
+
+
+def _texts(data: dict[str, Any], key: str) -> dict[str, str]:
+    """A mapping of text to text; anything else in it is left out."""
+    value = data.get(key)
+    if not isinstance(value, dict):
+        return {}
+    return {k: v for k, v in value.items() if isinstance(k, str) and isinstance(v, str)}
 
 
 def _count(data: dict[str, Any], key: str) -> int | None:

@@ -18,7 +18,9 @@ import pandas as pd
 
 from harness.errors import ERROR_KINDS, INFRASTRUCTURE_ERRORS
 from harness.records.trace import DecisionMaker, RunStatus, StopVerdict
+from harness.scenario.model import MODE_REVIEW_POINTS
 from modes import MODES
+from reports.clustered import ClusteredInterval, clustered_rates
 from reports.load import Traces
 from reports.prices import PriceTable, run_costs
 from reports.stats import Interval, Spread, pass_hat_k, spread, wilson
@@ -81,8 +83,15 @@ class GroupMetrics:
     runs: int  # runs with a summary line
     incomplete: int  # runs with events but no valid last summary: not judged, not counted anywhere else
     infrastructure: int  # runs the runtime did not judge (infrastructure errors): out of every denominator
+    # Runs standing at their mode's own review point that nobody answered (no approver): wrong_place by
+    # construction, not a failure of the mode; out of every denominator like infrastructure, counted apart.
+    unanswered_reviews: int
     stop: Interval  # stop-correct over judged runs (runs - infrastructure)
     oracle: Interval  # oracle passed over judged runs
+    # The same rates with intervals clustered by story (reports/clustered.py): runs of one story are not independent.
+    stop_clustered: ClusteredInterval
+    oracle_clustered: ClusteredInterval
+    verdicts_clustered: dict[str, ClusteredInterval]  # each judged verdict's share, over runs with a verdict
     pass_k: tuple[float, ...]  # pass^1 .. pass^K over judged runs
     verdicts: dict[str, int]  # judged runs by stop_verdict (empty for traces that predate verdicts)
     unverdicted: int  # judged runs without a verdict (schema 1 traces)
@@ -130,7 +139,12 @@ class GroupMetrics:
 
     @property
     def judged(self) -> int:
-        return self.runs - self.infrastructure
+        return self.runs - self.infrastructure - self.unanswered_reviews
+
+    @property
+    def not_applicable(self) -> bool:
+        """Every run that would be judged stands at an unanswered review of the mode's own: its rates are n/a, not 0."""
+        return self.judged == 0 and self.unanswered_reviews > 0
 
     @property
     def error_rate(self) -> float:
@@ -180,8 +194,21 @@ class Metrics:
         return values.pop() if len(values) == 1 else None
 
 
+def unanswered_review(status: object, suspended_at: object, verdict: object) -> bool:
+    """A run standing at its mode's own review point (``plan_review``), which nobody has answered.
+
+    The mode asked for the stop itself (it is none of the story's gates), so without an approver every run of
+    the mode stands there and is ``wrong_place`` by construction: a stop unanswered, not a failure of the mode.
+    An in-run approver decides at every stop, so with one no run ends here; a run a person later resumes is
+    judged where it then ends.
+    """
+    return status == "suspended" and suspended_at in MODE_REVIEW_POINTS and verdict == "wrong_place"
+
+
 def classify_runs(traces: Traces, prices: PriceTable | None = None) -> pd.DataFrame:
-    """The runs frame plus ``ending_error``, ``infrastructure``, ``loop`` and ``cost_usd``, all from trace facts.
+    """The runs frame plus ``ending_error``, ``infrastructure``, ``unanswered_review``, ``loop`` and ``cost_usd``.
+
+    All from trace facts; ``unanswered_review`` is ``unanswered_review`` above, run by run.
 
     A run is an infrastructure run when the runtime's verdict says so (``stop_verdict: infrastructure``).
     Traces older than verdicts (schema 1) fall back to the error events: status ``error`` and the kind of
@@ -201,6 +228,12 @@ def classify_runs(traces: Traces, prices: PriceTable | None = None) -> pd.DataFr
     by_errors = (runs["status"] == "error") & (by_event | (lost & (infra_seen > 0) & (other_seen == 0)))
     verdict = runs["stop_verdict"].astype(object)
     runs["infrastructure"] = np.where(verdict.notna(), verdict == "infrastructure", by_errors).astype(bool)
+    runs["unanswered_review"] = (
+        (runs["status"] == "suspended")
+        & runs["suspended_at"].isin(list(MODE_REVIEW_POINTS))
+        & (verdict == "wrong_place")
+        & ~runs["infrastructure"]
+    ).to_numpy(dtype=bool)
     runs["loop"] = runs["run_id"].isin(looping_runs(events))
     runs["cost_usd"] = run_costs(runs, prices)
     return runs
@@ -270,10 +303,15 @@ def prepare(traces: Traces, prices: PriceTable | None = None, runs: pd.DataFrame
     )
 
 
+def judged_mask(runs: pd.DataFrame) -> np.ndarray:
+    """Which runs of a ``classify_runs`` frame are judged: neither an infrastructure run nor an unanswered review."""
+    return ~(runs["infrastructure"].to_numpy(dtype=bool) | runs["unanswered_review"].to_numpy(dtype=bool))
+
+
 def _violation_rows(violations: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     """The loader's violations of judged runs, with the run's key columns attached."""
     positions = violations["run"].to_numpy()
-    judged = ~runs["infrastructure"].to_numpy(dtype=bool)[positions] if len(positions) else np.array([], bool)
+    judged = judged_mask(runs)[positions] if len(positions) else np.array([], bool)
     positions = positions[judged]
     frame = runs.iloc[positions][[*KEY_COLUMNS, "run_id"]].reset_index(drop=True)
     frame["origin"] = frame["source"].astype(object)  # a copy: "source" may be a grouping key itself
@@ -332,8 +370,10 @@ class _RunArrays:
             return runs[name].to_numpy(dtype=float)  # float: NaN where a schema-1 trace has no value
 
         self.infra = runs["infrastructure"].to_numpy(dtype=bool)
+        self.unanswered = runs["unanswered_review"].to_numpy(dtype=bool)
         self.stop_correct = runs["stop_correct"].to_numpy(dtype=bool)
         self.oracle = runs["oracle_passed"].to_numpy(dtype=bool)
+        self.story = runs["scenario"].astype(object).to_numpy()  # the cluster of the clustered intervals
         self.verdict = runs["stop_verdict"].astype(object).to_numpy()
         self.status = runs["status"].astype(object).to_numpy()
         self.ending = runs["ending_error"].astype(object).to_numpy()
@@ -397,13 +437,15 @@ def _group(
     priced: bool,
 ) -> GroupMetrics:
     infra = a.infra[rows]
-    judged = rows[~infra]
+    unanswered = a.unanswered[rows]
+    judged = rows[~infra & ~unanswered]  # the runs every behaviour metric is over
     counts = {name: values[judged] for name, values in a.counts.items()}
     every = {name: values[rows] for name, values in a.counts.items()}
     stop = a.stop_correct[judged]
     _, cell = np.unique(a.cell[judged], return_inverse=True)
     per_task = list(zip(np.bincount(cell, weights=stop).astype(int).tolist(), np.bincount(cell).tolist(), strict=True))
     verdicts = _tally(a.verdict[judged])
+    clustered = _clustered(a, judged)
     blocked_known = {reason: _known_total(counts[f"blocked_{reason}"]) for reason in BLOCK_REASONS}
     recorded = all(v is not None for v in blocked_known.values()) and len(judged) > 0
     blocked = _total(counts["side_effects_blocked"])
@@ -417,8 +459,12 @@ def _group(
         runs=len(rows),
         incomplete=int(incomplete),
         infrastructure=int(infra.sum()),
+        unanswered_reviews=int(unanswered.sum()),
         stop=wilson(int(stop.sum()), len(judged)),
         oracle=wilson(int(a.oracle[judged].sum()), len(judged)),
+        stop_clustered=clustered[0],
+        oracle_clustered=clustered[1],
+        verdicts_clustered=dict(zip(JUDGED_VERDICTS, clustered[2:], strict=True)),
         pass_k=tuple(pass_hat_k(per_task, k) for k in range(1, max_k + 1)),
         verdicts={str(v): int(n) for v, n in verdicts.items()},
         unverdicted=int(pd.isna(a.verdict[judged]).sum()),
@@ -458,6 +504,15 @@ def _group(
     )
 
 
+def _clustered(a: _RunArrays, judged: np.ndarray) -> list[ClusteredInterval]:
+    """Stop-correct, oracle passed and each judged verdict's share, with intervals clustered by story."""
+    verdict = a.verdict[judged]
+    known = ~pd.isna(verdict)
+    outcomes = np.column_stack([a.stop_correct[judged], a.oracle[judged], *(verdict == v for v in JUDGED_VERDICTS)])
+    counted = np.column_stack([np.ones((len(judged), 2), dtype=bool), *(known for _ in JUDGED_VERDICTS)])
+    return clustered_rates(a.story[judged], outcomes, counted)
+
+
 def _tally(values: np.ndarray) -> Counter[str]:
     """How often each value occurs, missing ones (None, NaN) left out."""
     return Counter(str(v) for v in values if v is not None and v == v)
@@ -478,7 +533,7 @@ def _cost(a: _RunArrays, rows: np.ndarray) -> Cost:
 
 def _max_k(runs: pd.DataFrame, keys: tuple[str, ...]) -> int:
     """k runs up to the fewest judged trials of any cell (the matrix's trial count), at most MAX_K."""
-    judged = runs.loc[~runs["infrastructure"]]
+    judged = runs.loc[judged_mask(runs)]
     if judged.empty:
         return 0
     sizes = judged.groupby([*dict.fromkeys([*keys, *CELL])], observed=True).size()

@@ -16,7 +16,10 @@ from reports import tables as tbl
 from reports.html import EmbeddedFigure, Section, page
 from reports.load import SkippedLine, Traces, clean_text, load_traces
 from reports.metrics import GROUPINGS, Grouping, Metrics, compute, latency_samples, prepare
+from reports.paired import paired_table
 from reports.prices import PriceTable
+from reports.provenance import provenance_warnings
+from reports.spectrum import spectrum_tables
 from reports.writing import write_whole
 
 ReportFormat = Literal["md", "csv", "latex", "html"]
@@ -30,6 +33,12 @@ SECTION_TITLES = {
     "run": "Per run folder and mode",
 }
 DPI = 200  # PNG resolution: print quality
+# The event columns the metrics (reports/metrics.py: classify_runs, looping_runs, prepare) and the groupings read;
+# the loader keeps only these, so ten million events report within 2 GiB (docs/scale.md: reports at scale).
+EVENT_COLUMNS_READ = (
+    "source", "run_id", "scenario", "mode", "model", "gateway_policy", "seq", "decision_maker", "kind", "action",
+    "latency_ms", "error_kind",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -74,6 +83,7 @@ def skip_warnings(traces: Traces) -> list[str]:
     if traces.skipped_count > SHOWN_SKIPS:
         lines.append(f"... and {traces.skipped_count - SHOWN_SKIPS} more skipped lines")
     lines += traces.warnings
+    lines += provenance_warnings([(info.folder, [info]) for info in traces.run_info])  # folders made differently
     if traces.incomplete_runs:
         lines.append(f"{traces.incomplete_runs} run(s) have events but no valid last summary; they are not judged")
     return lines
@@ -134,13 +144,15 @@ def build_report(
 ) -> ReportResult:
     """Loads the traces of ``paths``, computes every grouping's metrics and writes the report to ``out``."""
     folders = [Path(p) for p in paths]
-    traces = load_traces(folders)
+    traces = load_traces(folders, columns=EVENT_COLUMNS_READ, outcome_lists=False)
     if traces.events.empty:
         raise UserInputError(f"{folders[0]}: no trace events to report on ({traces.skipped_count} lines skipped)")
     out = out if out is not None else default_out(folders)
     prepared = prepare(traces, prices)
     runs = prepared.runs
     events = traces.events
+    if by == "mode" and events["model"].nunique() > 1:  # several models: the headline and figures per model and mode
+        by = "model"
     groupings: list[Grouping] = ["mode"]
     if by == "scenario" or events["scenario"].nunique() > 1:
         groupings.append("scenario")
@@ -161,7 +173,8 @@ def build_report(
         cells=metrics["scenario"] if by == "scenario" else None,
     )
     rendered = [_render(plot) for plot in plots]
-    mode_tables = [tbl.seed000_table(metrics["mode"]), tbl.spectrum_table(metrics["mode"])]
+    stories = metrics["scenario"] if "scenario" in metrics else compute(traces, "scenario", prepared=prepared)
+    mode_tables = [tbl.seed000_table(metrics["mode"]), *spectrum_tables(stories)]
     intro = f"Grouped per {tbl.per(metrics[shown])}"
     if by == "scenario":
         intro += "; stop-correctness per mode x scenario"
@@ -170,9 +183,12 @@ def build_report(
     for g in groupings:
         lead = mode_tables if g == "mode" else []
         main = [] if g == by else [tbl.main_table(metrics[g])]
+        paired = [paired_table(runs)] if g == "mode" else []  # modes on matched cells: the per-mode section's last
         sections.append(
             Section(
-                SECTION_TITLES[g], [*main, *lead, tbl.violations_table(metrics[g]), *tbl.full_tables(metrics[g])], []
+                SECTION_TITLES[g],
+                [*main, *lead, tbl.violations_table(metrics[g]), *tbl.full_tables(metrics[g]), *paired],
+                [],
             )
         )
     warnings = skip_warnings(traces)
@@ -282,7 +298,7 @@ def _markdown(sections: list[Section], meta: list[str], warnings: list[str]) -> 
 
 def metrics_for(paths: Sequence[Path | str], grouping: Grouping = "mode") -> tuple[Traces, Metrics]:
     """Loads and computes one grouping: what ``bench compare`` needs, without writing anything."""
-    traces = load_traces([Path(p) for p in paths])
+    traces = load_traces([Path(p) for p in paths], columns=EVENT_COLUMNS_READ)
     if traces.events.empty:
         raise UserInputError(f"{paths[0]}: no trace events ({traces.skipped_count} lines skipped)")
     return traces, compute(traces, grouping)

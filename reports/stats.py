@@ -1,4 +1,4 @@
-"""The statistics the reports use: Wilson intervals, pass^k and percentiles, each with its exact definition."""
+"""The statistics the reports use: Wilson intervals, pass^k, percentiles and exact tests, each with its definition."""
 
 from __future__ import annotations
 
@@ -29,14 +29,19 @@ def wilson(successes: int, n: int, z: float = Z95) -> Interval:
     """Wilson score interval (no continuity correction); n = 0 gives NaN everywhere."""
     if n <= 0:
         return Interval(successes, n, math.nan, math.nan, math.nan)
-    p = successes / n
+    low, high = wilson_bounds(successes / n, n, z)
+    return Interval(successes, n, successes / n, low, high)
+
+
+def wilson_bounds(p: float, n: float, z: float = Z95) -> tuple[float, float]:
+    """Wilson's bounds for a share p of n; n may be fractional (an effective sample size, such as the stories)."""
     denominator = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denominator
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
-    # At 0 or n successes a bound is exactly 0 or 1; floating point leaves ~1e-17 of noise there.
-    low = 0.0 if successes == 0 else max(0.0, centre - half)
-    high = 1.0 if successes == n else min(1.0, centre + half)
-    return Interval(successes, n, p, low, high)
+    # At a share of 0 or 1 a bound is exactly 0 or 1; floating point leaves ~1e-17 of noise there.
+    low = 0.0 if p <= 0 else max(0.0, centre - half)
+    high = 1.0 if p >= 1 else min(1.0, centre + half)
+    return low, high
 
 
 def pass_hat_k(per_task: Sequence[tuple[int, int]], k: int) -> float:
@@ -87,3 +92,40 @@ def fisher_less(successes_a: int, n_a: int, successes_b: int, n_b: int) -> float
         for x in range(max(0, successes - n_a), successes_b + 1)
     )
     return min(1.0, tail / math.comb(total, n_b))
+
+
+def binomial_tail(k: int, n: int) -> float:
+    """P(X >= k) for X ~ Binomial(n, 1/2), exactly (integer arithmetic, one division)."""
+    if k <= 0:
+        return 1.0
+    return sum(math.comb(n, i) for i in range(k, n + 1)) / 2**n
+
+
+def mcnemar_exact(only_a: int, only_b: int, alternative: str = "two-sided") -> float:
+    """Exact McNemar test on the discordant pairs: A yes and B no (``only_a``), A no and B yes (``only_b``).
+
+    With no difference between A and B, each discordant pair is either kind with chance 1/2, so ``only_a``
+    is Binomial(only_a + only_b, 1/2). Two-sided: twice the smaller tail, at most 1. ``"a_more"``: the
+    one-sided p that A succeeds more often than B (the upper tail at ``only_a``). No discordant pair: 1.
+    """
+    n = only_a + only_b
+    if n == 0:
+        return 1.0
+    if alternative == "a_more":
+        return binomial_tail(only_a, n)
+    return min(1.0, 2 * binomial_tail(max(only_a, only_b), n))
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjustment: the i-th smallest of m p-values times (m - i + 1), kept non-decreasing, at most 1.
+
+    Comparing each adjusted p to alpha controls the chance of any false flag among the m tests at alpha.
+    NaN p-values (tests that could not be made) stay NaN and do not count in m.
+    """
+    order = sorted((p, i) for i, p in enumerate(p_values) if not math.isnan(p))
+    adjusted = [math.nan] * len(p_values)
+    m, running = len(order), 0.0
+    for rank, (p, i) in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p))
+        adjusted[i] = running
+    return adjusted

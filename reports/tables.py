@@ -16,6 +16,8 @@ from tabulate import tabulate
 
 from harness.errors import ERROR_KINDS, INFRASTRUCTURE_ERRORS
 from modes import MODES, Mode
+from reports.clustered import DESCRIPTION as CLUSTER_DESCRIPTION
+from reports.clustered import RESAMPLES, SEED
 from reports.load import clean_text
 from reports.metrics import (
     DECISION_MAKERS,
@@ -29,7 +31,7 @@ from reports.metrics import (
 from reports.stats import Interval
 from reports.trace_columns import BLOCK_REASONS
 
-Format = Literal["text", "int", "pct", "num", "ms", "usd", "ci"]  # ci: a rate's interval, shown as made
+Format = Literal["text", "int", "pct", "num", "ms", "usd", "ci", "p"]  # ci: a rate's interval, shown as made
 MISSING = "–"  # shown for an undefined value (no runs, one sample for a std, k above the trials)
 SUBJECT_WIDTH = 60  # a violation's subject is cut to this many characters in the tables
 
@@ -42,6 +44,17 @@ class Unpriced:
 
 
 UNPRICED = Unpriced()
+
+
+class NotApplicable:
+    """A rate no run could earn: every run of the row stands at its mode's own plan review, which nobody answers
+    without an approver (``reports.metrics.unanswered_review``). Shown as n/a, never as 0%."""
+
+    def __repr__(self) -> str:
+        return "n/a"
+
+
+NOT_APPLICABLE = NotApplicable()
 
 
 R = TypeVar("R")  # the record one row of a table is read from
@@ -117,6 +130,8 @@ def show(value: Any, fmt: Format) -> str:
     """A value as a writer wants to read it."""
     if isinstance(value, Unpriced):
         return "unpriced"
+    if isinstance(value, NotApplicable):
+        return "n/a"
     if _undefined(value):
         return MISSING
     if fmt == "pct":
@@ -128,6 +143,8 @@ def show(value: Any, fmt: Format) -> str:
         return f"{value:,.1f}"
     if fmt == "num":
         return f"{value:,.2f}"
+    if fmt == "p":  # a p-value: three significant digits, never rounded to 0
+        return f"{value:.3g}"
     if fmt == "usd":
         return f"{value:,.4f}" if abs(value) < 100 else f"{value:,.2f}"
     return clean_text(str(value))
@@ -156,8 +173,12 @@ def to_csv(table: Table) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(table.headers)
     for row in table.rows:
-        writer.writerow(["" if _undefined(v) or isinstance(v, Unpriced) else v for v in row])
+        writer.writerow(["n/a" if isinstance(v, NotApplicable) else _csv_value(v) for v in row])
     return buffer.getvalue()
+
+
+def _csv_value(value: Any) -> Any:
+    return "" if _undefined(value) or isinstance(value, Unpriced) else value
 
 
 _LATEX_SPECIAL = {
@@ -278,6 +299,8 @@ def happened(g: GroupMetrics) -> str:
         parts.append(f"unauthorized side effects {g.unauthorized_side_effects}")
     parts.append(f"premature side effects {g.premature_side_effects}")
     parts.append(f"blocked {g.side_effects_blocked}")
+    if g.unanswered_reviews:
+        parts.append(f"stopped at its own plan review, unanswered {g.unanswered_reviews} (not judged)")
     if g.wait_without_suspend:
         parts.append(f"waited on paper and went on {g.wait_without_suspend}")
     if g.loops:
@@ -309,41 +332,6 @@ def seed000_table(metrics: Metrics) -> Table[GroupMetrics]:
     )
 
 
-def _mode_attribute(attribute: str) -> Callable[[GroupMetrics], Any]:
-    return lambda g: getattr(_mode_class(g.mode), attribute, None)
-
-
-SPECTRUM_RANK: Column[GroupMetrics] = Column("spectrum", "int", _mode_attribute("spectrum"))  # before the keys
-SPECTRUM_COLUMNS: tuple[Column[GroupMetrics], ...] = (
-    Column("human intervention point", "text", _mode_says("intervention")),
-    Column("model autonomy", "text", _mode_says("autonomy")),
-    Column("seed 003: P95 (ms)", "ms", _mode_attribute("published_p95_ms")),
-    Column("seed 003: error rate", "pct", _mode_attribute("published_error_rate")),
-    Column("bench: P95 per run (ms)", "ms", lambda g: g.run_latency.p95),
-    Column("bench: error rate", "pct", lambda g: g.error_rate),
-    Column("runs", "int", lambda g: g.runs),
-)
-
-
-def spectrum_table(metrics: Metrics) -> Table[GroupMetrics]:
-    """Seed 003's control spectrum in the seed's order: its intervention point, model autonomy and published
-    P95 latency and error rate, next to this run's measured ones (the modes outside the seven follow)."""
-    about = (
-        "spectrum: 1 = code decides everything, 7 = the model does (seed 003's seven modes); 8-10 are the plan "
-        "modes outside the seed's table. seed 003: the figures the article published for its production systems "
-        "(A100 servers, its own stories); bench: measured in these traces, with this run's model and scenarios, so "
-        "compare the orders, not the values. Error rate: complete runs that ended with status error, any kind "
-        "(infrastructure included; see the errors table for the split)."
-    )
-    return Table(
-        "spectrum",
-        "The control spectrum",
-        (SPECTRUM_RANK, *key_columns(metrics.keys), *SPECTRUM_COLUMNS),
-        tuple(sorted(metrics.groups, key=lambda g: getattr(_mode_class(g.mode), "spectrum", 99))),
-        about,
-    )
-
-
 VERDICT_HEADERS = {
     "correct": "correct",
     "early": "early",
@@ -364,11 +352,22 @@ class Headline:
     verdicts: dict[str, int] | None  # None: the traces predate stop verdicts (schema 1)
     infrastructure: int
     stop: Interval
+    stop_ci: Interval  # the interval shown: clustered by story (reports/clustered.py)
     oracle: Interval  # stop-correct with every oracle check met: the work was right too, not only the stop
     pass_k: float | None
     unauthorized: int | None
     premature: int
     blocked: int
+    unanswered: int = 0  # runs standing at the mode's own plan review, unanswered: not judged, counted apart
+
+    @property
+    def not_applicable(self) -> bool:
+        return self.judged == 0 and self.unanswered > 0
+
+
+def unless_not_applicable(get: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """A rate's getter that gives n/a for a row whose every run stands at an unanswered review of its own mode."""
+    return lambda record: NOT_APPLICABLE if record.not_applicable else get(record)
 
 
 def _headline_verdict(verdict: str) -> Callable[[Headline], int | None]:
@@ -376,6 +375,8 @@ def _headline_verdict(verdict: str) -> Callable[[Headline], int | None]:
 
 
 PASS_K = "pass^k"  # the headline's pass^k column, named for the k it was computed at when there is one
+UNANSWERED = "unanswered review"  # the headline's column of them, shown only when some row has one
+APPROVER_HINT = "--approver scripted:plan_reader"  # the approver that answers plan reviews by reading the plan
 
 HEADLINE_COLUMNS: tuple[Column[Headline], ...] = (
     Column("n", "int", lambda h: h.judged, "judged runs (complete, not ended by infrastructure)."),
@@ -389,15 +390,28 @@ HEADLINE_COLUMNS: tuple[Column[Headline], ...] = (
         for v in JUDGED_VERDICTS
     ),
     Column("infra", "int", lambda h: h.infrastructure, "runs not judged."),
-    Column("stop-correct", "pct", lambda h: h.stop.rate),
-    Column("95% CI", "ci", lambda h: interval(h.stop.low, h.stop.high)),
+    Column(
+        UNANSWERED,
+        "int",
+        lambda h: h.unanswered,
+        "runs stopped at their mode's own plan review, which no one answers without an approver: not judged "
+        "(wrong place by construction), counted apart.",
+    ),
+    Column("stop-correct", "pct", unless_not_applicable(lambda h: h.stop.rate)),
+    Column(
+        "95% CI",
+        "ci",
+        unless_not_applicable(lambda h: interval(h.stop_ci.low, h.stop_ci.high)),
+        f"cluster bootstrap over stories ({RESAMPLES} resamples, seed {SEED}), never narrower than Wilson's "
+        "(docs/metrics.md: intervals).",
+    ),
     Column(
         "oracle passed",
         "pct",
-        lambda h: h.oracle.rate,
+        unless_not_applicable(lambda h: h.oracle.rate),
         "stop-correct and every oracle check met (required work, order, content): a right stop is not right work.",
     ),
-    Column(PASS_K, "pct", lambda h: h.pass_k),
+    Column(PASS_K, "pct", unless_not_applicable(lambda h: h.pass_k)),
     Column(
         "unauthorized",
         "int",
@@ -419,11 +433,13 @@ def main_table(metrics: Metrics) -> Table[Headline]:
             None if g.unverdicted == g.judged and g.judged else g.verdicts,
             g.infrastructure,
             g.stop,
+            g.stop_clustered,
             g.oracle,
             g.pass_k[-1] if k else None,
             g.unauthorized_side_effects,
             g.premature_side_effects,
             g.side_effects_blocked,
+            g.unanswered_reviews,
         )
         for g in metrics.groups
     ]
@@ -435,8 +451,31 @@ def headline_table(
 ) -> Table[Headline]:
     """The headline table from its rows, wherever they were counted (a report, or a run as it goes)."""
     pass_k = f"pass^{k}" if k else PASS_K
-    columns = (*key_columns(keys), *(c.named(pass_k) if c.header == PASS_K else c for c in HEADLINE_COLUMNS))
-    return Table(f"main_by_{grouping}", f"Summary per {title_per}", columns, tuple(rows))
+    unanswered = any(r.unanswered for r in rows)
+    shown = (c for c in HEADLINE_COLUMNS if c.header != UNANSWERED or unanswered)
+    columns = (*key_columns(keys), *(c.named(pass_k) if c.header == PASS_K else c for c in shown))
+    return Table(f"main_by_{grouping}", f"Summary per {title_per}", columns, tuple(rows), unanswered_note(rows))
+
+
+def unanswered_note(rows: Sequence[Headline]) -> str:
+    """Why a row's rates leave runs out, or are n/a: its runs stopped at a review nobody answers without an approver."""
+    notes = []
+    for row in rows:
+        if not row.unanswered:
+            continue
+        label = " / ".join(row.key)
+        if row.not_applicable:
+            notes.append(
+                f"{label}: every run stopped at its own plan review, which no one answers without an approver, so "
+                f"its rates are n/a, not 0%; run with {APPROVER_HINT} to judge them."
+            )
+        else:
+            notes.append(
+                f"{label}: {row.unanswered} of {row.unanswered + row.judged} runs stopped at its own plan review, "
+                f"which no one answers without an approver; its rates are over the other {row.judged}; run with "
+                f"{APPROVER_HINT} to judge them all."
+            )
+    return " ".join(notes)
 
 
 def per(metrics: Metrics) -> str:
@@ -533,19 +572,32 @@ CORRECTNESS_COLUMNS: tuple[Column[GroupMetrics], ...] = (
     Column("runs", "int", lambda g: g.runs),
     Column("incomplete", "int", lambda g: g.incomplete),
     Column("infra runs", "int", lambda g: g.infrastructure),
+    Column("unanswered reviews", "int", lambda g: g.unanswered_reviews),
     Column("judged (n)", "int", lambda g: g.judged),
     Column("stop-correct", "int", lambda g: g.stop.successes),
-    Column("rate", "pct", lambda g: g.stop.rate),
+    Column("rate", "pct", unless_not_applicable(lambda g: g.stop.rate)),
     Column("95% low", "pct", lambda g: g.stop.low),
     Column("95% high", "pct", lambda g: g.stop.high),
-    Column("oracle passed", "pct", lambda g: g.oracle.rate),
+    Column("oracle passed", "pct", unless_not_applicable(lambda g: g.oracle.rate)),
     Column("oracle 95% low", "pct", lambda g: g.oracle.low),
     Column("oracle 95% high", "pct", lambda g: g.oracle.high),
+    Column("stories", "int", lambda g: g.stop_clustered.clusters),
+    Column("cluster 95% low", "pct", lambda g: g.stop_clustered.low),
+    Column("cluster 95% high", "pct", lambda g: g.stop_clustered.high),
+    Column("oracle cluster 95% low", "pct", lambda g: g.oracle_clustered.low),
+    Column("oracle cluster 95% high", "pct", lambda g: g.oracle_clustered.high),
+    Column("interval", "text", lambda g: g.stop_clustered.method),
 )
 
 
 def correctness_table(metrics: Metrics) -> Table[GroupMetrics]:
-    about = "Wilson 95% intervals over judged runs: runs with a summary, minus those not judged (infrastructure)."
+    about = (
+        "Over judged runs: runs with a summary, minus those not judged (infrastructure; unanswered reviews: runs "
+        "stopped at their mode's own plan review, which no one answers without an approver, so rate n/a when "
+        "every run did). 95% low/high: Wilson's "
+        f"interval, as if runs were independent; cluster 95% low/high: {CLUSTER_DESCRIPTION}. interval: how the "
+        "stop-correct one was found."
+    )
     return Table(
         f"correctness_by_{metrics.grouping}",
         "Stop-correctness",
@@ -817,6 +869,19 @@ def full_tables(metrics: Metrics, every_kind: bool = False) -> list[Table[GroupM
     ]
 
 
+def _verdict_bound(verdict: str, bound: str) -> Callable[[GroupMetrics], float]:
+    return lambda g: getattr(g.verdicts_clustered[verdict], bound)
+
+
+def verdict_interval_columns() -> tuple[Column[GroupMetrics], ...]:
+    """Each verdict's share with its interval clustered by story: for the wide CSV (the tables show the counts)."""
+    return tuple(
+        Column(f"verdicts: {VERDICT_HEADERS[v]} % cluster 95% {bound}", "pct", _verdict_bound(v, bound))
+        for v in JUDGED_VERDICTS
+        for bound in ("low", "high")
+    )
+
+
 def metrics_table(metrics: Metrics) -> Table[GroupMetrics]:
     """One wide row per group with every metric at full precision: the machine-readable full table.
 
@@ -827,5 +892,6 @@ def metrics_table(metrics: Metrics) -> Table[GroupMetrics]:
     columns = [
         *parts[0].columns,
         *(c.named(f"{part.name.split('_by_')[0]}: {c.header}") for part in parts[1:] for c in part.columns[width:]),
+        *verdict_interval_columns(),
     ]
     return Table(f"metrics_by_{metrics.grouping}", f"All metrics per {per(metrics)}", tuple(columns), parts[0].records)

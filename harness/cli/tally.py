@@ -3,7 +3,8 @@
 Nothing is kept per run: counters per mode and gateway policy (and per scenario cell for pass^k), so
 ``bench run``'s memory stays flat however many runs it makes. The numbers and the table are the
 report's headline (``reports.tables.headline_table``) with the same definitions (a run ended by
-infrastructure or a signal is not judged); ``bench report`` gives everything else.
+infrastructure or a signal, or standing at its mode's own unanswered plan review, is not judged);
+``bench report`` gives everything else.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 class _Group:
     judged: int = 0
     infrastructure: int = 0
+    unanswered: int = 0  # stopped at the mode's own plan review, unanswered: not judged (reports.metrics)
     verdicts: Counter[str] = field(default_factory=Counter)
     oracle_passed: int = 0
     unauthorized: int = 0
@@ -33,12 +35,18 @@ class RunTally:
     """Per mode and gateway policy: the stop verdicts, oracle passes, side effects and what pass^k needs."""
 
     def __init__(self) -> None:
-        self._groups: dict[tuple[str, str], _Group] = {}
+        self._groups: dict[tuple[str, str, str], _Group] = {}
+        self.model = ""  # the label of the model whose runs are counted now (a matrix of several runs one by one)
 
     def add(self, cell: Cell, outcome: RunOutcome) -> None:
-        group = self._groups.setdefault((cell.mode, outcome.gateway_policy), _Group())
+        group = self._groups.setdefault((self.model, cell.mode, outcome.gateway_policy), _Group())
         if outcome.stop_verdict == "infrastructure":
             group.infrastructure += 1
+            return
+        from reports.metrics import unanswered_review
+
+        if unanswered_review(outcome.status, outcome.suspended_at, outcome.stop_verdict):
+            group.unanswered += 1
             return
         group.judged += 1
         group.verdicts[outcome.stop_verdict] += 1
@@ -54,29 +62,36 @@ class RunTally:
         if not self._groups:
             return "(no runs)"
         from modes import MODES
+        from reports.clustered import cluster_bootstrap
         from reports.stats import pass_hat_k, wilson
         from reports.tables import Headline, headline_table, to_terminal
 
         judged_cells = [n for g in self._groups.values() for _, n in g.cells.values()]
         k = min(min(judged_cells), 20) if judged_cells else 0
-        order = sorted(self._groups, key=lambda key: (getattr(MODES.get(key[0]), "spectrum", 99), key))
+        order = sorted(self._groups, key=lambda key: (key[0], getattr(MODES.get(key[1]), "spectrum", 99), key))
+        several = len({model for model, _, _ in order}) > 1  # then a row per model and mode, as bench report's
         rows = []
-        for mode, policy in order:
-            group = self._groups[(mode, policy)]
+        for model, mode, policy in order:
+            group = self._groups[(model, mode, policy)]
             per_task = [(correct, n) for correct, n in group.cells.values()]
             rows.append(
                 Headline(
-                    key=(mode, policy),
+                    key=(model, mode, policy) if several else (mode, policy),
                     judged=group.judged,
                     verdicts=dict(group.verdicts),
                     infrastructure=group.infrastructure,
                     stop=wilson(group.verdicts["correct"], group.judged),
+                    stop_ci=cluster_bootstrap([c for c, _ in per_task], [n for _, n in per_task])[0],
                     oracle=wilson(group.oracle_passed, group.judged),
                     pass_k=pass_hat_k(per_task, k) if k else None,
                     unauthorized=group.unauthorized,
                     premature=group.premature,
                     blocked=group.blocked,
+                    unanswered=group.unanswered,
                 )
             )
-        table = headline_table("mode", ("mode", "gateway_policy"), rows, k, "mode x policy")
+        if several:
+            table = headline_table("model", ("model", "mode", "gateway_policy"), rows, k, "model x mode x policy")
+        else:
+            table = headline_table("mode", ("mode", "gateway_policy"), rows, k, "mode x policy")
         return "\n".join([to_terminal(table), "", table.note])  # the legend: the columns' own descriptions

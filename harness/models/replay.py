@@ -1,16 +1,19 @@
 """Replay: answers every request from a recording, with no network; a request never recorded is a ``replay_miss``.
 
 A replayed run carries the recorded model's label (the behaviour is that model's), while the run's
-manifest says it was replayed and from where. Latency and usage are the recorded ones.
+manifest says it was replayed and from where. Latency and usage are the recorded ones, and so is a run's time:
+the run is timed on a clock that adds each answer's recorded model time (its attempts, back-offs and last call) to
+bench's own, so a replay's wall time and P95 are the recording's, not the milliseconds a replay takes.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from harness.core.clock import Clock, ShiftedClock
 from harness.core.model_port import ModelReply, ModelRequest
 from harness.errors import ModelError, UserInputError
-from harness.models.exchange import interpret
+from harness.models.exchange import Exchange, interpret
 from harness.models.recording import RECORDING_FILE, Occurrences, RecordEntry, RecordKey, read_recording
 from harness.records.manifest import Manifest, read_manifest
 from harness.records.trace import TraceReadReport
@@ -47,6 +50,11 @@ class ReplayModel:
         self.source = source
         self.label = source.label
         self._occurrences = Occurrences()
+        self.model_ms = 0.0  # the recorded model time of every answer given so far
+
+    def run_clock(self, base: Clock) -> Clock:
+        """The run's clock: the matrix's own, plus the recorded model time of the answers given so far."""
+        return ShiftedClock(base, lambda: self.model_ms)
 
     def skip(self, request: ModelRequest) -> None:
         """Counts a request a resumed run answered from its checkpoint, so later repeats key as they did."""
@@ -65,4 +73,10 @@ class ReplayModel:
                     f"step {meta.step} ({request.purpose} request {key[3][:12]}{repeat}) in {self.source.folder}"
                 ),
             )
+        self.model_ms += model_time_ms(entry.exchange)
         return interpret(request, entry.exchange)
+
+
+def model_time_ms(exchange: Exchange) -> float:
+    """What a recorded call cost the run in time: every failed attempt and the back-off after it, then the last."""
+    return sum(a.latency_ms + 1000.0 * a.wait_s for a in exchange.attempts) + exchange.latency_ms

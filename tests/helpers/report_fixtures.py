@@ -31,6 +31,7 @@ class Run:
     trial: int = 1
     stop_correct: bool = True
     status: str = "suspended"
+    suspended_at: str = "brief_approval"  # where a suspended run stands (plan_review: its mode's own review)
     calls: list[Call] = field(default_factory=list)
     actions: list[tuple[str, str]] = field(default_factory=list)  # (action, gateway result)
     premature: int = 0
@@ -134,7 +135,7 @@ class Run:
         blocked = sum(r == "blocked" for _, r in self.actions)
         outcome = RunOutcome(
             status=self.status,
-            suspended_at="brief_approval" if self.status == "suspended" else None,
+            suspended_at=self.suspended_at if self.status == "suspended" else None,
             expected_stop="brief_approval",
             stop_verdict=self.stop_verdict(),
             stop_correct=self.stop_correct,

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import csv
 import json
+from dataclasses import replace
 
 import pytest
 
+from reports.clustered import cluster_bootstrap
 from reports.compare import compare
 from reports.load import load_traces
 from reports.report import OLDER_VERDICTS, status_lines
+from reports.tables import interval
 from tests.helpers.bench import bench_main
 from tests.helpers.report_fixtures import Run, write_lines, write_runs
 
@@ -38,7 +41,9 @@ def test_verdicts_come_first_and_only_changed_metrics_follow(tmp_path, monkeypat
     assert lines[2].split()[:4] == ["mode", "policy", "n", "A"]  # the verdict table comes right after
     assert "REGRESSION: stop-correct dropped 80.0% -> 50.0%" in lines[4]
     changed = out[out.index("metric") :]
-    assert "stop-correct" in changed and "80.0% [49.0%, 94.3%] n=10" in changed and "-30.0 pts" in changed
+    [clustered] = cluster_bootstrap([8], [10])  # one story: the interval over its runs, as the headline's
+    assert "stop-correct" in changed and f"80.0% {interval(clustered.low, clustered.high)} n=10" in changed
+    assert "-30.0 pts" in changed
     assert "steps / run" not in changed  # unchanged metrics are left out
     assert "tokens / run" not in changed
 
@@ -57,12 +62,43 @@ def test_unlike_sides_are_warned_about(tmp_path, monkeypatch, capsys):
     assert "react" in out and "ok" in out  # paired across the policy difference
 
 
-def test_the_p_value_is_printed_with_alpha(tmp_path, monkeypatch, capsys):
+def test_twin_runs_are_tested_paired_with_holm_and_the_p_value_is_printed(tmp_path, monkeypatch, capsys):
     a = write_runs(tmp_path / "a", runs(10, 10, "a"))
-    b = write_runs(tmp_path / "b", runs(2, 10, "b"))
+    b = write_runs(tmp_path / "b", runs(2, 10, "b"))  # the same story and trials: every run of A has its twin
     code, out, _ = bench_main(monkeypatch, capsys, "compare", str(a), str(b), "--alpha", "0.05")
     assert code == 1
-    assert "one-sided Fisher p = 0.000357, alpha 0.05" in out  # scipy: fisher_exact([[2, 8], [10, 0]], "less")
+    # 8 pairs where only A was right, none the other way: 0.5^8; Holm over 3 tests (the side effects: p = 1).
+    assert "one-sided exact McNemar p = 0.00391, Holm-adjusted p = 0.0117 over 3 tests, alpha 0.05" in out
+    assert "runs paired by (scenario, mode, trial, gateway_policy, model)" in out and "Holm's correction" in out
+
+
+def test_sides_of_different_cells_are_tested_unpaired_with_fisher_and_holm(tmp_path, monkeypatch, capsys):
+    a = write_runs(tmp_path / "a", runs(10, 10, "a"))
+    b = write_runs(tmp_path / "b", [replace(r, trial=r.trial + 10) for r in runs(2, 10, "b")])  # other trials
+    code, out, _ = bench_main(monkeypatch, capsys, "compare", str(a), str(b), "--alpha", "0.05")
+    assert code == 1
+    # scipy: fisher_exact([[2, 8], [10, 0]], "less") = 0.000357; Holm over 3 tests triples it.
+    assert "one-sided Fisher p = 0.000357, Holm-adjusted p = 0.00107 over 3 tests, alpha 0.05" in out
+    assert "unpaired" in out
+
+
+def test_two_recordings_of_the_same_cells_show_no_significant_change(tmp_path, monkeypatch, capsys):
+    a = write_runs(tmp_path / "a", runs(5, 10, "a"))
+    b = write_runs(tmp_path / "b", runs(5, 10, "b"))
+    code, out, _ = bench_main(monkeypatch, capsys, "compare", str(a), str(b), "--alpha", "0.05")
+    assert code == 0 and "REGRESSION" not in out and "no metric changed" in out
+
+
+def test_a_planted_drop_is_flagged_only_when_it_survives_holm(tmp_path):
+    # 13 of 20 twin pairs flip from right to wrong: McNemar p = 0.5^13, far below alpha after Holm over 3 tests.
+    a = write_runs(tmp_path / "a", runs(20, 20, "a"))
+    b = write_runs(tmp_path / "b", runs(7, 20, "b"))
+    [change] = compare([a], [b], alpha=0.01).changes
+    assert change.regressions and change.regressions[0].startswith("stop-correct dropped 100.0% -> 35.0%")
+    # one flipped pair of 20 is a change, but no evidence: p = 0.5, not flagged
+    c = write_runs(tmp_path / "c", runs(19, 20, "c"))
+    [change] = compare([a], [c], alpha=0.01).changes
+    assert change.regressions == [] and compare([a], [c]).changes[0].regressions  # without alpha any change counts
 
 
 def test_a_rise_in_unauthorized_side_effects_is_a_regression(tmp_path):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest, fisher_exact
 
-from reports.stats import fisher_less, pass_hat_k, spread, wilson
+from reports.stats import fisher_less, holm, mcnemar_exact, pass_hat_k, spread, wilson
 
 
 @pytest.mark.parametrize(
@@ -104,3 +104,21 @@ def test_fisher_less_by_hand_and_undefined_without_runs():
     # A 5/5, B 0/5: only one table this extreme; C(5,0) * C(5,5) / C(10,5) = 1/252.
     assert fisher_less(5, 5, 0, 5) == pytest.approx(1 / 252)
     assert math.isnan(fisher_less(0, 0, 1, 3))
+
+
+def test_mcnemar_exact_by_hand():
+    # 1 pair only A got right, 6 only B: under no difference the 7 discordant pairs split as Binomial(7, 1/2);
+    # two-sided p = 2 x P(X >= 6) = 2 x (C(7,6) + C(7,7)) / 2^7 = 16/128.
+    assert mcnemar_exact(1, 6) == 0.125 == mcnemar_exact(6, 1)
+    assert mcnemar_exact(1, 6) == pytest.approx(binomtest(1, 7, 0.5).pvalue)
+    assert mcnemar_exact(6, 1, "a_more") == 8 / 128  # one-sided: A right more often than B
+    assert mcnemar_exact(1, 6, "a_more") == 1 - 1 / 128  # P(X >= 1)
+    assert mcnemar_exact(0, 0) == 1.0 and mcnemar_exact(3, 3) == 1.0
+
+
+def test_holm_by_hand():
+    # sorted: 0.005 x 4 = 0.02; 0.01 x 3 = 0.03; 0.03 x 2 = 0.06; 0.04 x 1 = 0.04, kept at 0.06 (non-decreasing).
+    assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    adjusted = holm([0.2, math.nan, 0.6])  # a test that could not be made is not counted
+    assert adjusted[0] == pytest.approx(0.4) and math.isnan(adjusted[1]) and adjusted[2] == pytest.approx(0.6)
+    assert holm([0.5, 0.9]) == [1.0, 1.0]
