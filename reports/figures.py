@@ -261,8 +261,8 @@ def stop_correctness(metrics: Metrics, context: Context) -> Plot:
     for ax, part in panels:
         names = labels(part)
         rates = np.array([g.stop.rate for g in part.groups], dtype=float)
-        low = np.array([g.stop.low for g in part.groups], dtype=float)
-        high = np.array([g.stop.high for g in part.groups], dtype=float)
+        low = np.array([g.stop_clustered.low for g in part.groups], dtype=float)  # the headline's interval
+        high = np.array([g.stop_clustered.high for g in part.groups], dtype=float)
         y = np.arange(len(names))
         shown = np.nan_to_num(rates)
         ax.barh(y, shown, color="#0072B2", alpha=0.85, height=0.7)
@@ -273,12 +273,12 @@ def stop_correctness(metrics: Metrics, context: Context) -> Plot:
         marked = _mark_not_applicable(ax, y, part) or marked
         _share_axis(ax, y, names, room=_room(metrics, 0.14))  # room on the right for the correct / judged counts
     ax.set_xlabel(
-        "stop-correct rate (bar), Wilson 95% interval (whiskers), correct / judged (right)"
+        "stop-correct rate (bar), 95% interval: cluster bootstrap over stories (whiskers), correct / judged (right)"
         + ("\nhatched: n/a, every run stopped at its own plan review, unanswered" if marked else ""),
         fontsize=FONT,
     )
     _title(fig, "Stop-correctness", context)
-    return Plot("stop_correctness", "Stop-correctness with Wilson 95% intervals", fig)
+    return Plot("stop_correctness", "Stop-correctness with 95% intervals (cluster bootstrap over stories)", fig)
 
 
 def heatmap(metrics: Metrics, context: Context) -> Plot:

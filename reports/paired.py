@@ -3,8 +3,9 @@
 Two runs are a pair when they share the story, the trial, the gateway policy, the model and the run folder:
 one matrix runs every mode of a cell with the same seed, so they met the same story the same way. Per pair of
 modes and binary outcome: the exact McNemar test (only the discordant pairs carry information), the
-difference in rates with a paired cluster bootstrap interval over stories, and Holm's correction over every
-test in the table.
+difference in rates with a paired cluster bootstrap interval over stories. Per pair of modes, run latency too:
+the mean paired difference in seconds, the same bootstrap, and a sign-flip permutation test over stories.
+Holm's correction runs over every test in the table, latency's included.
 """
 
 from __future__ import annotations
@@ -20,9 +21,12 @@ from modes import MODES
 from reports.clustered import QUANTILES, RESAMPLES, SEED, resampled_ratios, story_totals
 from reports.metrics import judged_mask
 from reports.stats import holm, mcnemar_exact, wilson_bounds
-from reports.tables import Column, Table, interval, key_columns
+from reports.tables import Column, Seconds, Table, interval, key_columns
 
 OUTCOMES = (("stop-correct", "stop_correct"), ("oracle passed", "oracle_passed"))  # binary, per judged run
+LATENCY = "run latency (s)"  # the run's wall_ms, in seconds, per judged run
+EXACT_SIGN_FLIPS = 16  # up to this many stories every one of the 2^k sign patterns is tried (65,536)
+SIGN_FLIP_DRAWS = 20_000  # above it, this many random patterns (seeded with SEED)
 SLICE = ("source", "model", "gateway_policy")  # pairs never cross these: one matrix, one model, one policy
 
 
@@ -38,18 +42,23 @@ class PairedTest:
     stories: int
     rate_a: float
     rate_b: float
-    only_a: int  # pairs where A succeeded and B did not
-    only_b: int
+    only_a: int | None  # pairs where A succeeded and B did not (None for latency)
+    only_b: int | None
     low: float  # of B - A
     high: float
     interval_method: str
-    p: float  # exact two-sided McNemar
+    p: float  # exact two-sided McNemar; for latency, the two-sided sign-flip permutation test
     p_holm: float = math.nan
     tests: int = 0  # how many tests Holm's correction was over
 
     @property
     def difference(self) -> float:
         return self.rate_b - self.rate_a
+
+    @property
+    def timed(self) -> bool:
+        """A latency row: A, B and B - A are mean seconds, not rates."""
+        return self.metric == LATENCY
 
 
 def _mode_order(mode: str) -> tuple[int, str]:
@@ -77,6 +86,11 @@ def paired_tests(runs: pd.DataFrame) -> tuple[tuple[str, ...], list[PairedTest]]
             for a, b in combinations(modes, 2):
                 if a in wide and b in wide:
                     found.append(_test(key, a, b, metric, wide[a].to_numpy(), wide[b].to_numpy(), stories))
+        seconds = (table["wall_ms"].astype(float) / 1000).unstack("mode")
+        stories = seconds.index.get_level_values("scenario").astype(str).to_numpy()
+        for a, b in combinations(modes, 2):
+            if a in seconds and b in seconds:
+                found.append(_latency_test(key, a, b, seconds[a].to_numpy(), seconds[b].to_numpy(), stories))
     adjusted = holm([t.p for t in found])
     tests = sum(not math.isnan(p) for p in adjusted)
     return shown, [replace(t, p_holm=q, tests=tests) for t, q in zip(found, adjusted, strict=True)]
@@ -110,6 +124,78 @@ def _test(
     )
 
 
+def _latency_test(
+    key: tuple[str, ...], a: str, b: str, s_a: np.ndarray, s_b: np.ndarray, stories: np.ndarray
+) -> PairedTest:
+    both = ~np.isnan(s_a) & ~np.isnan(s_b)
+    s_a, s_b, stories = s_a[both], s_b[both], stories[both]
+    if not len(s_a):
+        return PairedTest(key, a, b, LATENCY, 0, 0, math.nan, math.nan, None, None, math.nan, math.nan, "", math.nan)
+    low, high, method, k, p = paired_mean_difference(s_a, s_b, stories)
+    return PairedTest(
+        key, a, b, LATENCY, len(s_a), k, float(s_a.mean()), float(s_b.mean()), None, None, low, high, method, p
+    )
+
+
+def _unit_totals(differences: np.ndarray, stories: np.ndarray) -> tuple[np.ndarray, int]:
+    """Per unit (a story; for one story, a pair): the sum of its paired differences and its pairs, in canonical
+    order (as in reports.clustered), and the number of stories."""
+    k = len(np.unique(stories))
+    units = stories if k > 1 else np.arange(len(differences))  # one story: the pairs are the unit
+    totals = story_totals(units, np.column_stack([differences, np.ones(len(differences))]))
+    return totals[np.lexsort(totals.T[::-1])], k
+
+
+def _resampled_means(totals: np.ndarray, resamples: int, seed: int) -> np.ndarray | None:
+    """The mean paired difference of each resample of the units (None for one unit: nothing to resample)."""
+    return resampled_ratios(totals[:, :1], totals[:, 1:], resamples, seed)[:, 0] if len(totals) > 1 else None
+
+
+def paired_mean_difference(
+    s_a: np.ndarray, s_b: np.ndarray, stories: np.ndarray, resamples: int = RESAMPLES, seed: int = SEED
+) -> tuple[float, float, str, int, float]:
+    """95% interval of the mean of s_b - s_a over pairs, how it was found, the stories and a two-sided p.
+
+    The interval is the paired cluster bootstrap of ``paired_difference`` (no floor: a duration has no
+    Wilson interval); the p is ``sign_flip_p`` over the per-story mean differences (one story: the pairs).
+    """
+    totals, k = _unit_totals(np.asarray(s_b, dtype=float) - np.asarray(s_a, dtype=float), stories)
+    mean = float(totals[:, 0].sum() / totals[:, 1].sum())
+    p = sign_flip_p(totals[:, 0] / totals[:, 1], seed=seed)
+    draws = _resampled_means(totals, resamples, seed)
+    if draws is None:
+        return mean, mean, "one pair", k, p
+    low, high = np.quantile(draws, QUANTILES)
+    if high > low:
+        return float(low), float(high), "cluster bootstrap" if k > 1 else "bootstrap over pairs", k, p
+    return mean, mean, "no spread (every story differs alike)", k, p
+
+
+def sign_flip_p(means: np.ndarray, draws: int = SIGN_FLIP_DRAWS, seed: int = SEED) -> float:
+    """Two-sided p of "no difference" from the per-story mean differences, by flipping their signs.
+
+    Under no difference each story's difference is as likely negative as positive, so every pattern of signs
+    is as likely as the one seen; p is the share of patterns whose |sum| is at least the observed |sum|.
+    Exact (all 2^k patterns) up to ``EXACT_SIGN_FLIPS`` stories; beyond, ``draws`` random patterns with
+    p = (hits + 1) / (draws + 1), which never gives 0.
+    """
+    means = np.asarray(means, dtype=float)
+    k = len(means)
+    if not k:
+        return math.nan
+    observed = abs(float(means.sum())) * (1 - 1e-9)  # sums in another order may differ in the last digit
+    if k <= EXACT_SIGN_FLIPS:
+        signs = 1.0 - 2.0 * ((np.arange(2**k)[:, None] >> np.arange(k)) & 1)
+        return float((np.abs(signs @ means) >= observed).sum() / 2**k)
+    rng = np.random.default_rng(seed)
+    block = max(1, (1 << 21) // k)  # at most this many signs in memory at once
+    hits = 0
+    for start in range(0, draws, block):
+        signs = rng.choice([-1.0, 1.0], size=(min(block, draws - start), k))
+        hits += int((np.abs(signs @ means) >= observed).sum())
+    return (hits + 1) / (draws + 1)
+
+
 def paired_difference(
     x_a: np.ndarray, x_b: np.ndarray, stories: np.ndarray, resamples: int = RESAMPLES, seed: int = SEED
 ) -> tuple[float, float, str, int]:
@@ -120,12 +206,9 @@ def paired_difference(
     resamples have no spread (every pair alike), Newcombe's with the stories as n.
     """
     x_a, x_b = np.asarray(x_a, dtype=bool), np.asarray(x_b, dtype=bool)
-    k = len(np.unique(stories))
-    units = stories if k > 1 else np.arange(len(x_a))  # one story: the pairs are the unit
-    totals = story_totals(units, np.column_stack([x_b.astype(float) - x_a, np.ones(len(x_a))]))
-    totals = totals[np.lexsort(totals.T[::-1])]  # canonical order, as in reports.clustered
+    totals, k = _unit_totals(x_b.astype(float) - x_a, stories)
     floor = newcombe(x_a, x_b, len(x_a))
-    draws = resampled_ratios(totals[:, :1], totals[:, 1:], resamples, seed)[:, 0] if len(totals) > 1 else None
+    draws = _resampled_means(totals, resamples, seed)
     if draws is not None:
         low, high = np.quantile(draws, QUANTILES)
         if high > low:
@@ -159,25 +242,41 @@ def newcombe(x_a: np.ndarray, x_b: np.ndarray, n: float) -> tuple[float, float]:
     return max(-1.0, round(d - below, 12)), min(1.0, round(d + above, 12))
 
 
+def _value(test: PairedTest, value: float) -> float:
+    return Seconds(value) if test.timed else value
+
+
+def _interval(test: PairedTest) -> str:
+    if test.timed and not math.isnan(test.low):
+        return f"[{test.low:,.2f} s, {test.high:,.2f} s]"
+    return interval(test.low, test.high)
+
+
 PAIRED_COLUMNS: tuple[Column[PairedTest], ...] = (
     Column("mode A", "text", lambda t: t.mode_a),
     Column("mode B", "text", lambda t: t.mode_b),
     Column("metric", "text", lambda t: t.metric),
     Column("pairs", "int", lambda t: t.pairs, "runs of A and B on the same story, trial, policy and model."),
     Column("stories", "int", lambda t: t.stories),
-    Column("A", "pct", lambda t: t.rate_a),
-    Column("B", "pct", lambda t: t.rate_b),
+    Column("A", "pct", lambda t: _value(t, t.rate_a), "the rate, or for latency the mean seconds, over the pairs;"),
+    Column("B", "pct", lambda t: _value(t, t.rate_b), "likewise."),
     Column("A only", "int", lambda t: t.only_a, "discordant pairs: A succeeded and B did not;"),
     Column("B only", "int", lambda t: t.only_b, "the other way round."),
-    Column("B - A", "pct", lambda t: t.difference),
-    Column("95% CI", "ci", lambda t: interval(t.low, t.high)),
-    Column("p", "p", lambda t: t.p, "exact two-sided McNemar test (binomial on the discordant pairs);"),
+    Column("B - A", "pct", lambda t: _value(t, t.difference)),
+    Column("95% CI", "ci", _interval),
+    Column(
+        "p",
+        "p",
+        lambda t: t.p,
+        "exact two-sided McNemar test (binomial on the discordant pairs); for latency, a two-sided sign-flip "
+        "permutation test on the per-story mean differences;",
+    ),
     Column("p Holm", "p", lambda t: t.p_holm),
 )
 
 
 def paired_table(runs: pd.DataFrame) -> Table[PairedTest]:
-    """The paired mode comparisons of a report: one row per slice, pair of modes and outcome."""
+    """The paired mode comparisons of a report: one row per slice, pair of modes and metric."""
     keys, tests = paired_tests(runs)
     count = tests[0].tests if tests else 0
     pairs = len({(t.key, t.mode_a, t.mode_b) for t in tests})
@@ -186,8 +285,11 @@ def paired_table(runs: pd.DataFrame) -> Table[PairedTest]:
         "seed, the same cell); a pair with a run not judged (infrastructure, an unanswered plan review) is left "
         "out. 95% CI of B - A: paired cluster "
         f"bootstrap over stories ({RESAMPLES} resamples, seed {SEED}), never narrower than Newcombe's paired "
-        "Wilson interval; Newcombe's with the stories as n where the resamples have no spread. p Holm: Holm's "
-        f"step-down correction over all {count} tests in this table ({pairs} mode pairs x {len(OUTCOMES)} "
-        "outcomes); compare it, not p, with your alpha."
+        "Wilson interval; Newcombe's with the stories as n where the resamples have no spread. Run latency: "
+        "each run's wall time; B - A is the mean paired difference in seconds, its 95% CI the same bootstrap "
+        "(no floor), its p a sign-flip permutation test on the per-story mean differences, exact over all 2^k "
+        f"sign patterns up to {EXACT_SIGN_FLIPS} stories, else {SIGN_FLIP_DRAWS:,} random patterns (seed "
+        f"{SEED}). p Holm: Holm's step-down correction over all {count} tests in this table ({pairs} mode pairs "
+        f"x {len(OUTCOMES)} outcomes and run latency, one family); compare it, not p, with your alpha."
     )
     return Table("paired_modes", "Paired mode comparisons", (*key_columns(keys), *PAIRED_COLUMNS), tuple(tests), about)

@@ -57,6 +57,11 @@ class NotApplicable:
 NOT_APPLICABLE = NotApplicable()
 
 
+class Seconds(float):
+    """A duration in a column that otherwise holds rates (the paired table's run latency rows): shown in seconds,
+    written to CSV as the plain number."""
+
+
 R = TypeVar("R")  # the record one row of a table is read from
 
 
@@ -134,6 +139,8 @@ def show(value: Any, fmt: Format) -> str:
         return "n/a"
     if _undefined(value):
         return MISSING
+    if isinstance(value, Seconds):
+        return f"{value:,.2f} s"
     if fmt == "pct":
         # a rate under 0.05% is not shown as 0.0% unless it is zero (seed 003's 0.01% error rate)
         return f"{100 * value:.2f}%" if 0 < abs(value) < 0.0005 else f"{100 * value:.1f}%"

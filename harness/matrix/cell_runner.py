@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.choices import DEFAULT_GATEWAY_POLICY, GatewayPolicy
-from harness.core.approvals import Gatekeeper, RejectedByHuman, Suspended, nobody_decides
+from harness.core.approvals import ApproverSpec, Gatekeeper, RejectedByHuman, Suspended, nobody_decides
 from harness.core.clock import Clock, SystemClock, run_clock
 from harness.core.context import RunContext, RunInfo, RunTrace
 from harness.core.gateway import Gateway
@@ -65,6 +65,32 @@ class MatrixConfig:
     checkpoints: CheckpointStore | None = None  # where suspended runs are checkpointed (a run folder's database)
     model_choice: str = ""  # the --model value the matrix runs with, for checkpoints (resume asks it again)
     approver_label: str = ""  # the --approver value ("" for none): part of every work unit's id
+
+
+def matrix_config(
+    model: ModelSource,
+    folder: Path,
+    *,
+    seed: int,
+    concurrency: int,
+    gateway_policy: GatewayPolicy,
+    stop: StopRequest,
+    approver: ApproverSpec | None,
+    model_choice: str,
+) -> MatrixConfig:
+    """How a matrix's cells run in one process, the driver's or a worker's: checkpoints in ``folder``, each run's
+    gatekeeper from ``approver`` (None: runs suspend at gates), and the unit ids' parts."""
+    return MatrixConfig(
+        model=model,
+        seed=seed,
+        concurrency=concurrency,
+        gateway_policy=gateway_policy,
+        stop=stop,
+        approver=nobody_decides if approver is None else approver.for_run,
+        checkpoints=CheckpointStore(folder),
+        model_choice=model_choice,
+        approver_label="" if approver is None else str(approver),
+    )
 
 
 def cells_for(scenarios: Sequence[Scenario], modes: Sequence[str], trials: int) -> Iterator[Cell]:

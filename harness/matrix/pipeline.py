@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from harness.choices import DEFAULT_GATEWAY_POLICY, GatewayPolicy
-from harness.core.approvals import nobody_decides, parse_approver
+from harness.core.approvals import parse_approver
 from harness.core.signals import RunInterrupted, StopRequest
 from harness.errors import UserInputError, WriteFailed
-from harness.matrix.cell_runner import Cell, MatrixConfig, cells_for, run_matrix
+from harness.matrix.cell_runner import Cell, MatrixConfig, cells_for, matrix_config, run_matrix
 from harness.matrix.exit_status import INFRASTRUCTURE, RunEnds
 from harness.matrix.frameworks import framework_versions, ready_modes
 from harness.matrix.provenance import KEY_LIBRARIES, bench_commit, prompt_hash, scenario_hashes
@@ -35,7 +35,6 @@ from harness.matrix.workers import UnitDone, WorkerSetup, run_in_workers
 from harness.models.choice import choose, model_label, open_source
 from harness.models.config import LiveOptions
 from harness.models.dead_endpoint import FailureStreak
-from harness.records.checkpoint import CheckpointStore
 from harness.records.folder import TRACE_FILE, RunFolder
 from harness.records.manifest import MANIFEST_FILE, LiveManifest, Manifest, ManifestModel, read_manifest
 from harness.records.trace import RunOutcome, TraceEvent, TraceWriter
@@ -513,16 +512,15 @@ def _run_in_process(
             manifest = _with_live(manifest, index, opened.live)
             manifest.write(folder)
         streak.last_error = opened.last_error
-        config = MatrixConfig(
-            model=opened.source,
+        config = matrix_config(
+            opened.source,
+            folder,
             seed=matrix.seed,
             concurrency=spec.concurrency,
             gateway_policy=matrix.gateway_policy,
             stop=stop,
-            approver=nobody_decides if spec.approver is None else spec.approver.for_run,
-            checkpoints=CheckpointStore(folder),
+            approver=spec.approver,
             model_choice=spec.model.describe(),
-            approver_label="" if spec.approver is None else str(spec.approver),
         )
         try:
             with TraceWriter(folder / TRACE_FILE) as writer:

@@ -17,10 +17,11 @@ import modes
 
 HASH_CHARS = 12  # 48 bits of sha256: enough to tell two versions of one file apart, short enough to read
 # The libraries every run goes through: models and validation (pydantic), the live client (httpx), the argument and
-# answer checks (jsonschema, jsonschema-rs) and the scenario reader (PyYAML). The frameworks of the runtime modes
+# answer checks (jsonschema, jsonschema-rs), the scenario reader (PyYAML), and what the reports compute with
+# (numpy draws the bootstrap resamples, pandas groups, pyarrow reads the traces). The frameworks of the runtime modes
 # and the local model's engine are recorded where they are used (framework_versions, the manifest's live block).
 # pipeline.versions() puts them, with bench's and Python's, in the manifest's ``versions``.
-KEY_LIBRARIES = ("pydantic", "httpx", "jsonschema", "jsonschema-rs", "PyYAML")
+KEY_LIBRARIES = ("pydantic", "httpx", "jsonschema", "jsonschema-rs", "PyYAML", "numpy", "pandas", "pyarrow")
 MODES_PACKAGE = Path(modes.__path__[0]).resolve()  # where the modes are imported from
 SOURCE_ROOT = Path(__file__).resolve().parents[2]  # the folder holding harness/ and modes/ (a checkout, or not)
 GIT_TIMEOUT_S = 5.0

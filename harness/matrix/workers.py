@@ -27,13 +27,12 @@ from pathlib import Path
 from typing import Any
 
 from harness.choices import GatewayPolicy
-from harness.core.approvals import ApproverSpec, nobody_decides
+from harness.core.approvals import ApproverSpec
 from harness.core.signals import RunInterrupted, StopRequest
 from harness.errors import UserInputError, WriteFailed
-from harness.matrix.cell_runner import Cell, MatrixConfig, run_matrix
+from harness.matrix.cell_runner import Cell, matrix_config, run_matrix
 from harness.models.choice import ModelChoice, open_source
 from harness.models.config import LiveOptions
-from harness.records.checkpoint import CheckpointStore
 from harness.records.trace import RunOutcome, TraceEvent, serialized
 from harness.scenario.model import Scenario
 
@@ -217,16 +216,15 @@ async def _work(setup: WorkerSetup, tasks: Any, results: Any, halt: Any) -> None
         scenarios=setup.scenarios,
         label=setup.label,
     ) as opened:
-        config = MatrixConfig(
-            model=opened.source,
+        config = matrix_config(
+            opened.source,
+            setup.folder,
             seed=setup.seed,
             concurrency=setup.concurrency,
             gateway_policy=setup.gateway_policy,
             stop=stop,
-            approver=nobody_decides if setup.approver is None else setup.approver.for_run,
-            checkpoints=CheckpointStore(setup.folder),
+            approver=setup.approver,
             model_choice=setup.model.describe(),
-            approver_label="" if setup.approver is None else str(setup.approver),
         )
         task = asyncio.current_task()
         assert task is not None
