@@ -269,7 +269,7 @@ PAIRED_COLUMNS: tuple[Column[PairedTest], ...] = (
         "p",
         lambda t: t.p,
         "exact two-sided McNemar test (binomial on the discordant pairs); for latency, a two-sided sign-flip "
-        "permutation test on the per-story mean differences;",
+        "permutation test on the per-story mean differences.",
     ),
     Column("p Holm", "p", lambda t: t.p_holm),
 )

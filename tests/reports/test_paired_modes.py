@@ -9,8 +9,9 @@ import pytest
 
 from reports.load import load_traces
 from reports.metrics import classify_runs
-from reports.paired import newcombe, paired_difference, paired_table, paired_tests
+from reports.paired import LATENCY, newcombe, paired_difference, paired_table, paired_tests, sign_flip_p
 from reports.stats import mcnemar_exact
+from reports.tables import to_csv, to_markdown
 from tests.helpers.report_fixtures import Run, write_runs
 
 STORIES = ("s1", "s2", "s3")
@@ -57,11 +58,11 @@ def test_each_pair_of_modes_gets_an_exact_mcnemar_test_on_its_matched_cells(thre
 def test_holm_runs_over_every_test_of_the_table_and_the_caption_says_so(three_modes):
     table = paired_table(three_modes)
     tests = table.records
-    assert len(tests) == 6 and all(t.tests == 6 for t in tests)  # 3 mode pairs x 2 outcomes
+    assert len(tests) == 9 and all(t.tests == 9 for t in tests)  # 3 mode pairs x (2 outcomes + run latency)
     smallest = min(tests, key=lambda t: t.p)
-    assert smallest.p_holm == pytest.approx(min(1.0, 6 * smallest.p))
+    assert smallest.p_holm == pytest.approx(min(1.0, 9 * smallest.p))
     assert all(t.p_holm >= t.p for t in tests)
-    assert "Holm's step-down correction over all 6 tests in this table (3 mode pairs x 2 outcomes)" in table.note
+    assert "over all 9 tests in this table (3 mode pairs x 2 outcomes and run latency, one family)" in table.note
     assert "exact two-sided McNemar" in table.note
 
 
@@ -93,3 +94,64 @@ def test_newcombe_by_hand_for_all_concordant_pairs():
     low, high = newcombe(never, never, 8)
     assert high == pytest.approx(0.3244075648838801) and low == pytest.approx(-high)
     assert not math.isnan(low)
+
+
+EIGHT_STORIES = tuple(f"t{i}" for i in range(8))
+
+
+def timed_runs(mode: str, extra_ms: float, jitter: bool = False) -> list[Run]:
+    """Eight stories x three trials, each run's wall time varying by story and trial, plus ``extra_ms``.
+
+    ``jitter`` adds +-0.3 s by story and +-0.1 s by trial, zero on average: the stories differ, the mean does not.
+    """
+    return [
+        Run(
+            f"{mode}-{story}-{trial}",
+            mode,
+            scenario=story,
+            trial=trial,
+            stop_correct=True,
+            wall_ms=1000.0 + 700 * i + 130 * trial + extra_ms + jitter * (300 * (-1) ** i + 100 * (trial - 2)),
+        )
+        for i, story in enumerate(EIGHT_STORIES)
+        for trial in range(1, 4)
+    ]
+
+
+def test_two_seconds_planted_on_every_run_of_mode_b_is_found_with_an_interval_around_two(tmp_path):
+    runs = [*timed_runs("workflow", 0.0), *timed_runs("react", 2000.0, jitter=True)]
+    classified = classify_runs(load_traces([write_runs(tmp_path / "run", runs)]))
+    table = paired_table(classified)
+    (test,) = [t for t in table.records if t.metric == LATENCY]
+    assert (test.mode_a, test.mode_b, test.pairs, test.stories) == ("workflow", "react", 24, 8)
+    assert test.difference == pytest.approx(2.0)  # the jitter averages out
+    assert 0 < test.low < 2.0 < test.high  # the stories' differences (1.7 s or 2.3 s) give the interval its width
+    assert test.p == 2 / 2**8  # every story slower under B: only "all +" and "all -" reach |sum|
+    assert test.p_holm >= test.p and test.tests == 3
+    row = next(line for line in to_markdown(table).splitlines() if LATENCY in line)
+    assert f"{test.rate_a:,.2f} s" in row and f"{test.rate_b:,.2f} s" in row and f"[{test.low:,.2f} s," in row
+    csv_row = next(line for line in to_csv(table).splitlines() if LATENCY in line)
+    assert repr(test.rate_b) in csv_row.split(",")  # CSV keeps the plain number of seconds
+
+
+def test_identical_latencies_differ_by_zero_with_p_one(three_modes):
+    _, tests = paired_tests(three_modes)
+    latency = [t for t in tests if t.metric == LATENCY]
+    assert len(latency) == 3  # one per pair of modes
+    assert all((t.difference, t.low, t.high, t.p) == (0.0, 0.0, 0.0, 1.0) for t in latency)
+    assert all(t.only_a is None and t.only_b is None for t in latency)
+
+
+def test_exact_sign_flip_p_by_hand():
+    # Four stories all slower under B: of the 16 sign patterns only all-plus and all-minus reach |sum| = 4.
+    assert sign_flip_p(np.array([0.5, 1.0, 2.0, 3.0])) == 2 / 16
+    # [1, 1, 1, -1]: |sum| = 2; patterns with 0, 1, 3 or 4 plus signs reach it: (1 + 4 + 4 + 1) / 16.
+    assert sign_flip_p(np.array([1.0, 1.0, 1.0, -1.0])) == 10 / 16
+
+
+def test_above_sixteen_stories_the_sign_flips_are_seeded_random_draws():
+    every_story_slower = np.ones(20)
+    p = sign_flip_p(every_story_slower)
+    assert p == sign_flip_p(every_story_slower)  # seeded: the same p every time
+    assert 1 / 20_001 <= p < 0.001  # (hits + 1) / (draws + 1): never 0, and 2 of 2^20 patterns reach the sum
+    assert sign_flip_p(np.tile([1.0, -1.0], 10)) == 1.0  # sum 0: every pattern reaches it
