@@ -202,8 +202,12 @@ def verdicts(metrics: Metrics, context: Context) -> Plot:
     ax = panels[-1][0]  # the x label under the last panel, the legend from the first
     some = any(g.unanswered_reviews for g in metrics.groups)
     ax.set_xlabel(
-        "share of judged runs (infrastructure runs are not judged; counted at the right)"
-        + ("\nnor are unanswered plan reviews" if some else "")
+        (
+            "share of judged runs (infrastructure runs are not judged; counted at the right)"
+            if not some
+            else "share of judged runs (infrastructure runs and unanswered plan reviews\n"
+            "are not judged; counted at the right)"
+        )
         + ("; hatched: n/a, every run stopped at one" if marked else ""),
         fontsize=FONT,
     )
