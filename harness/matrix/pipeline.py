@@ -30,8 +30,9 @@ from harness.matrix.exit_status import INFRASTRUCTURE, RunEnds
 from harness.matrix.frameworks import framework_versions, ready_modes
 from harness.matrix.provenance import KEY_LIBRARIES, bench_commit, prompt_hash, scenario_hashes
 from harness.matrix.spec import RunSpec, manifest_choices, project_dirs
+from harness.matrix.unit_batch import UnitDone, WorkerSetup
 from harness.matrix.units import UnitSink
-from harness.matrix.workers import UnitDone, WorkerSetup, run_in_workers
+from harness.matrix.workers import run_in_workers
 from harness.models.choice import choose, model_label, open_source
 from harness.models.config import LiveOptions
 from harness.models.dead_endpoint import FailureStreak

@@ -26,47 +26,13 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from harness.choices import GatewayPolicy
-from harness.core.approvals import ApproverSpec
 from harness.core.signals import RunInterrupted, StopRequest
 from harness.errors import UserInputError, WriteFailed
-from harness.matrix.cell_runner import Cell, matrix_config, run_matrix
-from harness.models.choice import ModelChoice, open_source
-from harness.models.config import LiveOptions
-from harness.records.trace import RunOutcome, TraceEvent, serialized
-from harness.scenario.model import Scenario
+from harness.matrix.cell_runner import Cell
+from harness.matrix.unit_batch import UnitDone, UnitKey, WorkerSetup, unit_session
 
-UnitKey = tuple[str, str, int]  # scenario, mode, trial: what crosses the process boundary instead of a Cell
 POLL_S = 0.2  # how often the driver looks at its workers' health and a stop request between results
 BATCH_PER_SLOT = 8  # units per batch for each run a worker keeps in flight: few queue messages, little tail
-
-
-@dataclass(frozen=True)
-class WorkerSetup:
-    """What every worker needs, sent once when it starts (everything here pickles)."""
-
-    folder: Path
-    model: ModelChoice
-    options: LiveOptions
-    concurrency: int  # this worker's share of --concurrency
-    seed: int
-    gateway_policy: GatewayPolicy
-    approver: ApproverSpec | None
-    scenarios: tuple[Scenario, ...]
-    with_events: bool  # the driver shows each event (a progress bar): send the event objects too
-    driver_pid: int
-    label: str | None = None  # the model's label in the matrix (a replay beside the model it recorded: its own)
-
-
-@dataclass(frozen=True)
-class UnitDone:
-    """A finished unit: its lines as written, the outcome its summary carries, and its events when asked for."""
-
-    key: UnitKey
-    run_id: str
-    lines: bytes
-    outcome: RunOutcome
-    events: tuple[TraceEvent, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -206,53 +172,21 @@ def worker_main(setup: WorkerSetup, index: int, tasks: Any, results: Any, halt: 
 
 async def _work(setup: WorkerSetup, tasks: Any, results: Any, halt: Any) -> None:
     stop = StopRequest()
-    scenarios = {s.id: s for s in setup.scenarios}
-    with open_source(
-        setup.model,
-        endpoint=None,
-        options=setup.options,
-        concurrency=setup.concurrency,
-        run_folder=setup.folder,
-        scenarios=setup.scenarios,
-        label=setup.label,
-    ) as opened:
-        config = matrix_config(
-            opened.source,
-            setup.folder,
-            seed=setup.seed,
-            concurrency=setup.concurrency,
-            gateway_policy=setup.gateway_policy,
-            stop=stop,
-            approver=setup.approver,
-            model_choice=setup.model.describe(),
-        )
-        task = asyncio.current_task()
-        assert task is not None
-        stop.attach(task)
-        watcher = threading.Thread(target=_watch, args=(halt, stop), daemon=True)
-        watcher.start()
-
-        def send(events: Any) -> None:
-            summary = events[-1]
-            assert summary.outcome is not None
-            key = (summary.scenario, summary.mode, summary.trial)
-            extra = tuple(events) if setup.with_events else ()
-            results.put(UnitDone(key, summary.run_id, serialized(events), summary.outcome, extra))
-
-        try:
+    task = asyncio.current_task()
+    assert task is not None
+    stop.attach(task)
+    watcher = threading.Thread(target=_watch, args=(halt, stop), daemon=True)
+    watcher.start()
+    try:
+        async with unit_session(setup, stop, results.put) as run:
             while not stop.requested:
                 batch = await asyncio.to_thread(_next_batch, tasks, halt, setup.driver_pid)
                 if batch is None:
                     break
-                cells = [Cell(scenarios[s], m, t) for s, m, t in batch]
-                await run_matrix(cells, config, None, units=send)
-        except (asyncio.CancelledError, RunInterrupted):
-            if not stop.requested:
-                raise
-        finally:
-            if config.checkpoints is not None:
-                config.checkpoints.close()
-            await config.model.aclose()
+                await run(batch)
+    except (asyncio.CancelledError, RunInterrupted):
+        if not stop.requested:
+            raise
 
 
 def _next_batch(tasks: Any, halt: Any, driver_pid: int) -> list[UnitKey] | None:

@@ -1,0 +1,117 @@
+"""What any executor's worker does with a batch of work units: the one worker-side path for every executor.
+
+A worker (a local process today, a Ray task or actor tomorrow) is given a ``WorkerSetup`` once, opens the model
+source once, and runs batches of unit keys under asyncio; every finished unit comes back whole as a ``UnitDone``
+(its trace lines serialised already), so the driver stays the only writer of ``traces.jsonl``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.choices import GatewayPolicy
+from harness.core.approvals import ApproverSpec
+from harness.core.signals import StopRequest
+from harness.matrix.cell_runner import Cell, matrix_config, run_matrix
+from harness.models.choice import ModelChoice, open_source
+from harness.models.config import LiveOptions
+from harness.records.trace import RunOutcome, TraceEvent, serialized
+from harness.scenario.model import Scenario
+
+UnitKey = tuple[str, str, int]  # scenario, mode, trial: what crosses the process boundary instead of a Cell
+
+
+@dataclass(frozen=True)
+class WorkerSetup:
+    """What every worker needs, sent once when it starts (everything here pickles)."""
+
+    folder: Path
+    model: ModelChoice
+    options: LiveOptions
+    concurrency: int  # this worker's share of --concurrency
+    seed: int
+    gateway_policy: GatewayPolicy
+    approver: ApproverSpec | None
+    scenarios: tuple[Scenario, ...]
+    with_events: bool  # the driver shows each event (a progress bar): send the event objects too
+    driver_pid: int
+    label: str | None = None  # the model's label in the matrix (a replay beside the model it recorded: its own)
+
+
+@dataclass(frozen=True)
+class UnitDone:
+    """A finished unit: its lines as written, the outcome its summary carries, and its events when asked for."""
+
+    key: UnitKey
+    run_id: str
+    lines: bytes
+    outcome: RunOutcome
+    events: tuple[TraceEvent, ...] = ()
+
+
+RunBatch = Callable[[Sequence[UnitKey]], Awaitable[None]]
+
+
+@asynccontextmanager
+async def unit_session(
+    setup: WorkerSetup, stop: StopRequest, send: Callable[[UnitDone], Any]
+) -> AsyncIterator[RunBatch]:
+    """Opens the model source once and yields ``run(keys)``: runs those units, handing each to ``send`` whole.
+
+    Closing the session closes the checkpoint store and the model's client, also when a stop ended it.
+    """
+    scenarios = {s.id: s for s in setup.scenarios}
+    with open_source(
+        setup.model,
+        endpoint=None,
+        options=setup.options,
+        concurrency=setup.concurrency,
+        run_folder=setup.folder,
+        scenarios=setup.scenarios,
+        label=setup.label,
+    ) as opened:
+        config = matrix_config(
+            opened.source,
+            setup.folder,
+            seed=setup.seed,
+            concurrency=setup.concurrency,
+            gateway_policy=setup.gateway_policy,
+            stop=stop,
+            approver=setup.approver,
+            model_choice=setup.model.describe(),
+        )
+
+        def finished(events: Any) -> None:
+            summary = events[-1]
+            assert summary.outcome is not None
+            key = (summary.scenario, summary.mode, summary.trial)
+            extra = tuple(events) if setup.with_events else ()
+            send(UnitDone(key, summary.run_id, serialized(events), summary.outcome, extra))
+
+        async def run(keys: Sequence[UnitKey]) -> None:
+            cells = [Cell(scenarios[s], m, t) for s, m, t in keys]
+            await run_matrix(cells, config, None, units=finished)
+
+        try:
+            yield run
+        finally:
+            if config.checkpoints is not None:
+                config.checkpoints.close()
+            await config.model.aclose()
+
+
+def run_batch_blocking(setup: WorkerSetup, keys: Sequence[UnitKey]) -> list[UnitDone]:
+    """Runs one batch to its end in a fresh event loop and returns its units (for executors without a stream)."""
+    done: list[UnitDone] = []
+
+    async def main() -> None:
+        async with unit_session(setup, StopRequest(), done.append) as run:
+            await run(keys)
+
+    asyncio.run(main())
+    return done
