@@ -14,12 +14,12 @@ import os
 import platform
 import sys
 import threading
-from collections.abc import Callable, Coroutine, Iterable, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from harness.choices import DEFAULT_GATEWAY_POLICY, GatewayPolicy
 from harness.core.approvals import parse_approver
@@ -32,10 +32,11 @@ from harness.matrix.provenance import KEY_LIBRARIES, bench_commit, prompt_hash, 
 from harness.matrix.spec import RunSpec, manifest_choices, project_dirs
 from harness.matrix.unit_batch import UnitDone, WorkerSetup
 from harness.matrix.units import UnitSink
-from harness.matrix.workers import run_in_workers
+from harness.matrix.workers import WorkerExited, run_in_workers
 from harness.models.choice import choose, model_label, open_source
 from harness.models.config import LiveOptions
 from harness.models.dead_endpoint import FailureStreak
+from harness.models.recording import RECORDING_FILE
 from harness.records.folder import TRACE_FILE, RunFolder
 from harness.records.manifest import MANIFEST_FILE, LiveManifest, Manifest, ManifestModel, read_manifest
 from harness.records.trace import RunOutcome, TraceEvent, TraceWriter
@@ -43,6 +44,9 @@ from harness.scenario.load import load_all, select_scenarios
 from harness.scenario.model import Scenario
 from harness.version import __version__
 from modes import MODES
+
+if TYPE_CHECKING:
+    from harness.models.live import LiveConfig
 
 __all__ = ["Matrix", "RunResult", "plan", "run", "versions"]
 
@@ -311,11 +315,6 @@ def _continue(
             list(manifest.notes),
             labels,
         )
-        if (spec.workers or 1) > 1 and all(choice.live for choice in choices):
-            raise UserInputError(
-                f"--workers {spec.workers}: worker processes run scripted and replayed models; this matrix asks "
-                "only live models (their requests run concurrently in one process: --concurrency)"
-            )
         kept = keep_finished_runs(spec.resume)
         if on_plan is not None:
             on_plan(matrix)
@@ -413,10 +412,28 @@ def _run_cells(
                 notify(f"note: model {index + 1} of {len(spec.models)}: {label} ({choice.describe()})")
             if on_model is not None:
                 on_model(label)
-            workers = one.workers_for(matrix.cells)
+            workers = one.workers_for(matrix.cells) if one.executor == "local" else 1
             most_workers = max(most_workers, workers)
-            if workers > 1:
-                _run_in_workers(folder, cells_of(label), one, matrix, stop, done, workers, on_event, streak, label)
+            if one.executor == "ray":
+                manifest = _run_in_ray(
+                    folder, manifest, cells_of(label), one, matrix, stop, done, on_event, streak, label
+                )
+            elif workers > 1:
+                manifest = _run_in_workers(
+                    folder,
+                    manifest,
+                    cells_of(label),
+                    one,
+                    matrix,
+                    stop,
+                    done,
+                    workers,
+                    on_event,
+                    streak,
+                    notify,
+                    index,
+                    label,
+                )
             else:
                 manifest = _run_in_process(
                     folder, manifest, cells_of(label), one, matrix, stop, done, on_event, streak, notify, index, label
@@ -445,6 +462,7 @@ def _run_cells(
 
 def _run_in_workers(
     folder: Path,
+    manifest: Manifest,
     cells: Iterable[Cell],
     spec: RunSpec,
     matrix: Matrix,
@@ -453,10 +471,106 @@ def _run_in_workers(
     workers: int,
     on_event: OnEvent | None,
     streak: FailureStreak,
+    notify: Notify,
+    index: int,
     label: str,
-) -> None:
-    """The matrix in ``workers`` local processes (``harness.matrix.workers``); this process writes every line."""
-    setup = WorkerSetup(
+) -> Manifest:
+    """The matrix in ``workers`` local processes (``harness.matrix.workers``); this process writes every line (a
+    live model's recording too). A live model's endpoint is checked here, once, and every worker asks it (a local
+    model: the one server started here); the manifest says what it says for one process."""
+    if not spec.model.live:
+        _work_in_processes(folder, None, cells, spec, matrix, stop, done, workers, on_event, streak, notify, label)
+        return manifest
+    from harness.models.shared_endpoint import merged_facts, shared_endpoint
+
+    with shared_endpoint(
+        spec.model,
+        endpoint=spec.endpoint,
+        options=spec.live_options,
+        concurrency=spec.concurrency,
+        run_folder=folder,
+        scenarios=matrix.scenarios,
+        notify=notify,
+    ) as shared:
+        manifest = _with_live(manifest, index, shared.live)
+        manifest.write(folder)
+        reports: list[WorkerExited] = []
+        streak.last_error = lambda: next((r.last_error for r in reversed(reports) if r.last_error), None)
+        try:
+            reports += _work_in_processes(
+                folder, shared.config, cells, spec, matrix, stop, done, workers, on_event, streak, notify, label
+            )
+        finally:
+            learnt = merged_facts([r.facts for r in reports if r.facts])
+            if learnt:
+                manifest = _with_live(manifest, index, shared.live.model_copy(update=learnt))
+    return manifest
+
+
+def _work_in_processes(
+    folder: Path,
+    endpoint: LiveConfig | None,
+    cells: Iterable[Cell],
+    spec: RunSpec,
+    matrix: Matrix,
+    stop: StopRequest,
+    done: OnDone,
+    workers: int,
+    on_event: OnEvent | None,
+    streak: FailureStreak,
+    notify: Notify,
+    label: str,
+) -> list[WorkerExited]:
+    """Runs the cells in the workers, writing each unit's recording lines (a live model), then its trace lines."""
+    setup = _worker_setup(folder, spec, matrix, on_event, label, endpoint)
+    with _driver_writes(folder, matrix, on_event, done, recording=endpoint is not None) as write:
+        return run_in_workers(
+            streak.cells(cells),
+            setup,
+            workers,
+            spec.concurrency,
+            write,
+            stop,
+            lambda line: notify(f"note: {line}"),
+            runs=matrix.cells,
+        )
+
+
+def _run_in_ray(
+    folder: Path,
+    manifest: Manifest,
+    cells: Iterable[Cell],
+    spec: RunSpec,
+    matrix: Matrix,
+    stop: StopRequest,
+    done: OnDone,
+    on_event: OnEvent | None,
+    streak: FailureStreak,
+    label: str,
+) -> Manifest:
+    """The matrix as batches of Ray tasks (``harness.matrix.ray_executor``); this process writes every line. The
+    manifest says so, and counts the late duplicate results the driver dropped."""
+    from harness.matrix.ray_executor import run_in_ray
+    from harness.matrix.spec import check_ray_models
+
+    check_ray_models(spec)  # a --resume of a live matrix
+    setup = _worker_setup(folder, spec, matrix, on_event, label)
+    with _driver_writes(folder, matrix, on_event, done, recording=False) as write:
+        stats = run_in_ray(streak.cells(cells), setup, write, stop, address=spec.ray_address)
+    duplicates = manifest.duplicate_units + stats.duplicates
+    return manifest.model_copy(update={"executor": "ray", "duplicate_units": duplicates})
+
+
+def _worker_setup(
+    folder: Path,
+    spec: RunSpec,
+    matrix: Matrix,
+    on_event: OnEvent | None,
+    label: str,
+    endpoint: LiveConfig | None = None,
+) -> WorkerSetup:
+    """What every worker of any executor is given once."""
+    return WorkerSetup(
         folder=folder,
         model=spec.model,
         options=spec.live_options,
@@ -468,11 +582,24 @@ def _run_in_workers(
         with_events=on_event is not None,
         driver_pid=os.getpid(),
         label=label,
+        endpoint=endpoint,
     )
+
+
+@contextlib.contextmanager
+def _driver_writes(
+    folder: Path, matrix: Matrix, on_event: OnEvent | None, done: OnDone, *, recording: bool
+) -> Iterator[Callable[[UnitDone], None]]:
+    """The driver's one write path for a finished unit, whatever executor ran it: its recording lines first (a live
+    model: a unit in the trace has its exchanges recorded), then its trace lines, then its events and outcome."""
     by_id = {s.id: s for s in matrix.scenarios}
-    with TraceWriter(folder / TRACE_FILE) as writer:
+    with contextlib.ExitStack() as files:
+        writer = files.enter_context(TraceWriter(folder / TRACE_FILE))
+        recorder = files.enter_context(TraceWriter(folder / RECORDING_FILE)) if recording else None
 
         def write(unit: UnitDone) -> None:
+            if recorder is not None and unit.recording:
+                recorder.write_serialized(unit.recording)
             writer.write_serialized(unit.lines)
             for event in unit.events:
                 on_event(event)  # type: ignore[misc]  # events are sent only when on_event is given
@@ -480,7 +607,7 @@ def _run_in_workers(
                 scenario, mode, trial = unit.key
                 done(Cell(by_id[scenario], mode, trial), unit.outcome)
 
-        run_in_workers(streak.cells(cells), setup, workers, spec.concurrency, write, stop)
+        yield write
 
 
 def _run_in_process(

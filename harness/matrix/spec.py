@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import (
     BaseModel,
@@ -87,6 +87,8 @@ class RunSpec(BaseModel):
     seed: int | None = None
     concurrency: int = Field(1, ge=1, le=MAX_CONCURRENCY)
     workers: int | None = Field(None, ge=1, le=MAX_WORKERS)  # local processes; None: the cores, for a big matrix
+    executor: Literal["local", "ray"] = "local"  # ray: batches of units as Ray tasks (docs/scale.md#ray)
+    ray_address: str | None = None  # the Ray cluster to join; None: RAY_ADDRESS, else a Ray started here
     gateway: GatewayPolicy | None = None  # None: DEFAULT_GATEWAY_POLICY (a replay: the recording's policy)
     approver: ApproverField = None  # decides at every gate in-run; None: runs suspend at gates
     out: Path | None = None  # None: a new folder under results/
@@ -164,11 +166,12 @@ class RunSpec(BaseModel):
         return self.model_copy(update={"models": (choice,), "endpoint": self.endpoint_for(choice)})
 
     def workers_for(self, runs: int) -> int:
-        """How many worker processes run a matrix of ``runs`` runs of the (first) model: ``workers`` when given (a
-        live model always runs in this process), else the machine's cores for a large offline matrix (scripted or
-        replayed) and one process otherwise."""
+        """How many worker processes run a matrix of ``runs`` runs of the (first) model: ``workers`` when given, else
+        the machine's cores for a large offline matrix (scripted or replayed) and one process otherwise. A live model
+        runs in this process unless asked, and in at most ``concurrency`` workers: each keeps a request in flight,
+        and --concurrency bounds them all (docs/scale.md)."""
         if self.model.live:
-            return 1
+            return min(self.workers or 1, self.concurrency)
         if self.workers is not None:
             return self.workers
         if runs < AUTO_WORKERS_MIN_RUNS:
@@ -189,16 +192,26 @@ class RunSpec(BaseModel):
         given = sorted(spec.live.model_fields_set) if spec.live is not None else []
         if given and not any(choice.live for choice in spec.models):
             raise UserInputError(f"{_flag('live.' + given[0])} applies to live models only (--model live or local)")
-        if (spec.workers or 1) > 1 and all(choice.live for choice in spec.models):
-            raise UserInputError(
-                f"--workers {spec.workers}: worker processes run scripted and replayed models; a live model's "
-                "requests run concurrently in one process (--concurrency)"
-            )
+        if spec.executor == "ray":
+            check_ray_models(spec)
+        elif spec.ray_address is not None:
+            raise UserInputError("--ray-address needs --executor ray")
         if spec.replace and spec.out is None:
             raise UserInputError("--replace needs --out: the folder whose run is replaced")
         if spec.endpoint is None:
             spec = spec.model_copy(update=_endpoints(spec, env))
         return spec
+
+
+def check_ray_models(spec: RunSpec) -> None:
+    """The Ray executor runs scripted and replayed models; a live or local model is refused in one line (its
+    model-server actor is not built: docs/scale.md#ray)."""
+    live = next((choice for choice in spec.models if choice.live), None)
+    if live is not None:
+        raise UserInputError(
+            f"--executor ray: runs scripted and replayed models; --model {live.describe()} is not supported on Ray "
+            "yet (docs/scale.md#ray)"
+        )
 
 
 def _endpoints(spec: RunSpec, env: Mapping[str, str] | None) -> dict[str, object]:

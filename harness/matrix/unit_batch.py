@@ -9,19 +9,23 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractContextManager, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.choices import GatewayPolicy
 from harness.core.approvals import ApproverSpec
 from harness.core.signals import StopRequest
 from harness.matrix.cell_runner import Cell, matrix_config, run_matrix
-from harness.models.choice import ModelChoice, open_source
+from harness.models.choice import ModelChoice, OpenSource, open_source
 from harness.models.config import LiveOptions
+from harness.models.shared_endpoint import UnitRecordings, worker_source
 from harness.records.trace import RunOutcome, TraceEvent, serialized
 from harness.scenario.model import Scenario
+
+if TYPE_CHECKING:
+    from harness.models.live import LiveConfig
 
 UnitKey = tuple[str, str, int]  # scenario, mode, trial: what crosses the process boundary instead of a Cell
 
@@ -41,17 +45,36 @@ class WorkerSetup:
     with_events: bool  # the driver shows each event (a progress bar): send the event objects too
     driver_pid: int
     label: str | None = None  # the model's label in the matrix (a replay beside the model it recorded: its own)
+    endpoint: LiveConfig | None = None  # a live model: the endpoint the driver checked once, which every worker asks
 
 
 @dataclass(frozen=True)
 class UnitDone:
-    """A finished unit: its lines as written, the outcome its summary carries, and its events when asked for."""
+    """A finished unit: its lines as written, the outcome its summary carries, and its events when asked for.
+
+    ``recording`` is a live model's exchanges of the run (``recording.jsonl`` lines), written by the driver too.
+    Pickled, the outcome travels as its JSON and the events as a flag (both are read back from bytes): pickling the
+    pydantic objects cost a worker and the driver about twice as much per unit.
+    """
 
     key: UnitKey
     run_id: str
     lines: bytes
     outcome: RunOutcome
     events: tuple[TraceEvent, ...] = ()
+    recording: bytes = b""
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        outcome = self.outcome.__pydantic_serializer__.to_json(self.outcome)
+        return _unit_done, (self.key, self.run_id, self.lines, outcome, bool(self.events), self.recording)
+
+
+def _unit_done(
+    key: UnitKey, run_id: str, lines: bytes, outcome: bytes, with_events: bool, recording: bytes
+) -> UnitDone:
+    """A ``UnitDone`` unpickled: the outcome validated from its JSON, the events read from the lines."""
+    events = tuple(TraceEvent.model_validate_json(line) for line in lines.splitlines()) if with_events else ()
+    return UnitDone(key, run_id, lines, RunOutcome.model_validate_json(outcome), events, recording)
 
 
 RunBatch = Callable[[Sequence[UnitKey]], Awaitable[None]]
@@ -59,22 +82,36 @@ RunBatch = Callable[[Sequence[UnitKey]], Awaitable[None]]
 
 @asynccontextmanager
 async def unit_session(
-    setup: WorkerSetup, stop: StopRequest, send: Callable[[UnitDone], Any]
+    setup: WorkerSetup,
+    stop: StopRequest,
+    send: Callable[[UnitDone], Any],
+    *,
+    notify: Callable[[str], None] = lambda line: None,
+    closing: Callable[[OpenSource], None] | None = None,
 ) -> AsyncIterator[RunBatch]:
     """Opens the model source once and yields ``run(keys)``: runs those units, handing each to ``send`` whole.
 
-    Closing the session closes the checkpoint store and the model's client, also when a stop ended it.
+    A live model asks ``setup.endpoint`` with this worker's own client; its exchanges travel with their unit.
+    ``notify`` hears the client's notes (a step down); ``closing`` sees the source before it closes (what the
+    endpoint taught it). Closing the session closes the checkpoint store and the model's client, also when a stop
+    ended it.
     """
     scenarios = {s.id: s for s in setup.scenarios}
-    with open_source(
-        setup.model,
-        endpoint=None,
-        options=setup.options,
-        concurrency=setup.concurrency,
-        run_folder=setup.folder,
-        scenarios=setup.scenarios,
-        label=setup.label,
-    ) as opened:
+    recordings = UnitRecordings()
+    source: AbstractContextManager[OpenSource]
+    if setup.endpoint is not None:
+        source = worker_source(setup.endpoint, setup.concurrency, recordings, notify)
+    else:
+        source = open_source(
+            setup.model,
+            endpoint=None,
+            options=setup.options,
+            concurrency=setup.concurrency,
+            run_folder=setup.folder,
+            scenarios=setup.scenarios,
+            label=setup.label,
+        )
+    with source as opened:
         config = matrix_config(
             opened.source,
             setup.folder,
@@ -91,7 +128,7 @@ async def unit_session(
             assert summary.outcome is not None
             key = (summary.scenario, summary.mode, summary.trial)
             extra = tuple(events) if setup.with_events else ()
-            send(UnitDone(key, summary.run_id, serialized(events), summary.outcome, extra))
+            send(UnitDone(key, summary.run_id, serialized(events), summary.outcome, extra, recordings.take(key)))
 
         async def run(keys: Sequence[UnitKey]) -> None:
             cells = [Cell(scenarios[s], m, t) for s, m, t in keys]
@@ -100,6 +137,8 @@ async def unit_session(
         try:
             yield run
         finally:
+            if closing is not None:
+                closing(opened)
             if config.checkpoints is not None:
                 config.checkpoints.close()
             await config.model.aclose()

@@ -1,12 +1,15 @@
 """The worker-process executor: a matrix's units run in N local processes, the driver writes every line.
 
-Each worker is a fresh interpreter (``spawn``) given the scenarios once; it pulls batches of units from a bounded
-queue, runs each batch under asyncio with its share of ``--concurrency``, and sends every finished unit's lines
-back whole, serialised already. The driver (the calling process) is the only writer of ``traces.jsonl``: one
-write per unit, so what a kill leaves is what ``--resume`` already handles. A stop request (SIGINT, SIGTERM) sets
-a shared event: every worker ends its runs in flight with their ``interrupted`` summaries and exits; workers ignore
-the signals themselves, so a terminal's Ctrl-C sent to the whole group is decided once, by the driver. A worker
-whose driver dies is killed with it (Linux: the parent-death signal; elsewhere it notices within a second).
+Each worker is a fresh interpreter (``spawn``) given the scenarios once (pickled before it starts, so the workers
+import in parallel instead of one after another while the driver feeds each its setup); it pulls batches of units
+from a bounded queue, runs each batch under asyncio with its share of ``--concurrency``, and sends finished units
+back whole, serialised already, several a message (``Outbox``). A live model's workers all ask the endpoint the
+driver checked once, and each unit brings its recorded exchanges. The driver (the calling process) is the only
+writer of ``traces.jsonl`` and ``recording.jsonl``: one write per unit and file, so what a kill leaves is what
+``--resume`` already handles. A stop request (SIGINT, SIGTERM) sets a shared event: every worker ends its runs in
+flight with their ``interrupted`` summaries and exits; workers ignore the signals themselves, so a terminal's Ctrl-C
+sent to the whole group is decided once, by the driver. A worker whose driver dies is killed with it (Linux: the
+parent-death signal; elsewhere it notices within a second).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import asyncio
 import contextlib
 import multiprocessing
 import os
+import pickle
 import queue
 import signal
 import sys
@@ -30,9 +34,12 @@ from harness.core.signals import RunInterrupted, StopRequest
 from harness.errors import UserInputError, WriteFailed
 from harness.matrix.cell_runner import Cell
 from harness.matrix.unit_batch import UnitDone, UnitKey, WorkerSetup, unit_session
+from harness.models.choice import OpenSource
 
 POLL_S = 0.2  # how often the driver looks at its workers' health and a stop request between results
 BATCH_PER_SLOT = 8  # units per batch for each run a worker keeps in flight: few queue messages, little tail
+SEND_UNITS = 32  # finished units a worker sends in one message at most
+SEND_AFTER_S = 0.05  # how long a finished unit waits at most for others to share its message
 
 
 @dataclass(frozen=True)
@@ -46,12 +53,32 @@ class WorkerFailed:
 
 @dataclass(frozen=True)
 class WorkerExited:
+    """A worker is done; a live model's worker says what the endpoint taught its client, and its last error."""
+
     index: int
+    facts: dict[str, Any] | None = None
+    last_error: str | None = None
+
+
+@dataclass(frozen=True)
+class WorkerNote:
+    """A line for the user from a worker (a live client's step down)."""
+
+    line: str
 
 
 def worker_share(concurrency: int, workers: int, index: int) -> int:
     """Worker ``index``'s share of the global bound on runs (and model requests) in flight; at least one."""
     return max(1, concurrency // workers + (1 if index < concurrency % workers else 0))
+
+
+def batch_size(concurrency: int, workers: int, runs: int | None) -> int:
+    """Units a batch: ``BATCH_PER_SLOT`` for each run a worker keeps in flight, fewer when the matrix is too small
+    to give every worker a batch that big (a live matrix of a few dozen runs still spreads over every worker)."""
+    size = BATCH_PER_SLOT * max(1, concurrency // workers)
+    if runs is not None:
+        size = min(size, max(1, -(-runs // workers)))
+    return size
 
 
 def batches(cells: Iterable[Cell], size: int) -> Iterator[list[UnitKey]]:
@@ -68,8 +95,12 @@ def run_in_workers(
     concurrency: int,
     on_unit: Callable[[UnitDone], None],
     stop: StopRequest,
-) -> None:
-    """Runs ``cells`` in ``workers`` processes; ``on_unit`` (the driver's writer) sees every finished unit.
+    notify: Callable[[str], None] = lambda line: None,
+    runs: int | None = None,
+) -> list[WorkerExited]:
+    """Runs ``cells`` in ``workers`` processes; ``on_unit`` (the driver's writer) sees every finished unit, and
+    ``notify`` every worker's note. Returns what each worker said as it exited (a live client's learnt facts).
+    ``runs`` (how many cells there are at most) keeps batches small enough that every worker gets some.
 
     Returns once every worker has exited: all cells ran, or a stop request ended the runs in flight. A worker that
     fails or dies raises here (WriteFailed for a file it could not write) after the others are stopped.
@@ -82,7 +113,13 @@ def run_in_workers(
     processes = [
         context.Process(
             target=worker_main,
-            args=(replace(setup, concurrency=worker_share(concurrency, workers, i)), i, tasks, results, halt),
+            args=(
+                pickle.dumps(replace(setup, concurrency=worker_share(concurrency, workers, i))),
+                i,
+                tasks,
+                results,
+                halt,
+            ),
             name=f"bench-worker-{i}",
             daemon=True,
         )
@@ -90,12 +127,13 @@ def run_in_workers(
     ]
     for process in processes:
         process.start()
-    size = BATCH_PER_SLOT * max(1, concurrency // workers)
+    size = batch_size(concurrency, workers, runs)
     pending = batches(cells, size)
     waiting: list[UnitKey] | None = None  # a batch taken from the cells that the full queue did not take yet
     ended = False  # the cells ran out: what remains to send is one end marker (None) per worker
     sentinels = 0
     exited: set[int] = set()
+    reports: list[WorkerExited] = []
     failure: WorkerFailed | None = None
     try:
         while len(exited) < workers:
@@ -116,10 +154,14 @@ def run_in_workers(
             except queue.Empty:
                 failure = failure or _dead_worker(processes, exited)
                 continue
-            if isinstance(message, UnitDone):
-                on_unit(message)
+            if isinstance(message, list):
+                for unit in message:
+                    on_unit(unit)
             elif isinstance(message, WorkerExited):
                 exited.add(message.index)
+                reports.append(message)
+            elif isinstance(message, WorkerNote):
+                notify(message.line)
             elif isinstance(message, WorkerFailed):
                 failure = failure or message
     finally:
@@ -131,6 +173,7 @@ def run_in_workers(
                 process.join()
     if failure is not None:
         raise _raised(failure)
+    return reports
 
 
 def _dead_worker(processes: list[Any], exited: set[int]) -> WorkerFailed | None:
@@ -153,37 +196,76 @@ def _raised(failure: WorkerFailed) -> BaseException:
     return RuntimeError(f"{failure.kind}: {failure.message}")
 
 
-def worker_main(setup: WorkerSetup, index: int, tasks: Any, results: Any, halt: Any) -> None:
+def worker_main(pickled_setup: bytes, index: int, tasks: Any, results: Any, halt: Any) -> None:
     """A worker process: runs batches until the end marker or a stop, then says it exited."""
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)  # the driver decides on a stop, once, for every worker
+    setup: WorkerSetup = pickle.loads(pickled_setup)
     _die_with(setup.driver_pid)
+    learnt: dict[str, Any] = {}
     try:
-        asyncio.run(_work(setup, tasks, results, halt))
+        asyncio.run(_work(setup, tasks, results, halt, learnt))
     except WriteFailed as exc:
         results.put(WorkerFailed("WriteFailed", exc.reason, str(exc.path)))
     except BaseException as exc:  # anything else ends this worker; the driver stops the matrix with its line
         results.put(WorkerFailed(type(exc).__name__, str(exc).strip().splitlines()[0] if str(exc).strip() else ""))
     finally:
-        results.put(WorkerExited(index))
+        results.put(WorkerExited(index, learnt.get("facts"), learnt.get("last_error")))
         results.close()
         results.join_thread()
 
 
-async def _work(setup: WorkerSetup, tasks: Any, results: Any, halt: Any) -> None:
+class Outbox:
+    """Finished units on their way to the driver, several a message: one message per unit cost the driver (and
+    the worker's feeder thread) a lock, a pickle frame and system calls each. A unit waits at most
+    ``SEND_AFTER_S`` for company, and whatever is held goes out when a batch ends."""
+
+    def __init__(self, put: Callable[[list[UnitDone]], Any]):
+        self._put = put
+        self._units: list[UnitDone] = []
+        self._timer: asyncio.TimerHandle | None = None
+
+    def add(self, unit: UnitDone) -> None:
+        self._units.append(unit)
+        if len(self._units) >= SEND_UNITS:
+            self.flush()
+        elif self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(SEND_AFTER_S, self.flush)
+
+    def flush(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._units:
+            units, self._units = self._units, []
+            self._put(units)
+
+
+async def _work(setup: WorkerSetup, tasks: Any, results: Any, halt: Any, learnt: dict[str, Any]) -> None:
     stop = StopRequest()
     task = asyncio.current_task()
     assert task is not None
     stop.attach(task)
     watcher = threading.Thread(target=_watch, args=(halt, stop), daemon=True)
     watcher.start()
+    outbox = Outbox(results.put)
+
+    def closing(opened: OpenSource) -> None:
+        learnt.update(facts=opened.facts(), last_error=opened.last_error())
+
     try:
-        async with unit_session(setup, stop, results.put) as run:
-            while not stop.requested:
-                batch = await asyncio.to_thread(_next_batch, tasks, halt, setup.driver_pid)
-                if batch is None:
-                    break
-                await run(batch)
+        async with unit_session(
+            setup, stop, outbox.add, notify=lambda line: results.put(WorkerNote(line)), closing=closing
+        ) as run:
+            try:
+                while not stop.requested:
+                    batch = await asyncio.to_thread(_next_batch, tasks, halt, setup.driver_pid)
+                    if batch is None:
+                        break
+                    await run(batch)
+                    outbox.flush()
+            finally:
+                outbox.flush()  # the interrupted summaries of a stop, too
     except (asyncio.CancelledError, RunInterrupted):
         if not stop.requested:
             raise

@@ -305,33 +305,40 @@ class Live(SourceKind):
             endpoint.url, endpoint.model, endpoint.api_key, setup.options, concurrency=setup.concurrency
         )
 
-    @contextmanager
-    def open(self, choice: ModelChoice, setup: SourceSetup) -> Iterator[OpenSource]:
+    def prepare(self, stack: ExitStack, setup: SourceSetup) -> tuple[LiveConfig, LiveManifest]:
+        """The checked endpoint and what the manifest says about it, once per matrix (worker processes share it);
+        whatever it starts (the bundled model's server) is stopped by ``stack``."""
         from harness.models.dead_endpoint import preflight
-        from harness.models.live import LiveSource
-        from harness.models.recording import RECORDING_FILE, RecordingSource
         from harness.models.setup import live_manifest
-        from harness.records.trace import TraceWriter
 
         notify = setup.notify
-        with ExitStack() as stack:
-            config = self.endpoint(stack, setup)
-            note = preflight(config)  # a URL that is no endpoint stops here, before any run or file
-            if note is not None:
-                notify(f"note: {note}")
-            facts = live_manifest(config, local=self.local)
-            if setup.options.strict_schema:
-                from harness.models.strict import scenario_problems
+        config = self.endpoint(stack, setup)
+        note = preflight(config)  # a URL that is no endpoint stops here, before any run or file
+        if note is not None:
+            notify(f"note: {note}")
+        facts = live_manifest(config, local=self.local)
+        if setup.options.strict_schema:
+            from harness.models.strict import scenario_problems
 
-                facts["strict_schema_problems"] = problems = scenario_problems(list(setup.scenarios))
-                for line in problems:
-                    notify(f"note: --strict-schema: {line}; its requests go non-strict")
+            facts["strict_schema_problems"] = problems = scenario_problems(list(setup.scenarios))
+            for line in problems:
+                notify(f"note: --strict-schema: {line}; its requests go non-strict")
+        return config, LiveManifest.model_validate(facts)
+
+    @contextmanager
+    def open(self, choice: ModelChoice, setup: SourceSetup) -> Iterator[OpenSource]:
+        from harness.models.live import LiveSource
+        from harness.models.recording import RECORDING_FILE, RecordingSource
+        from harness.records.trace import TraceWriter
+
+        with ExitStack() as stack:
+            config, facts = self.prepare(stack, setup)
             recorder = stack.enter_context(TraceWriter(setup.run_folder / RECORDING_FILE))
-            live = LiveSource(config, notify=lambda line: notify(f"note: {line}"))
+            live = LiveSource(config, notify=lambda line: setup.notify(f"note: {line}"))
             yield OpenSource(
                 RecordingSource(live, recorder.write),
                 self.recorded_as,
-                live=LiveManifest.model_validate(facts),
+                live=facts,
                 facts=live.manifest_facts,
                 last_error=lambda: live.last_error,
             )

@@ -114,6 +114,10 @@ class RecordedAction(BaseModel):
     premature: bool
     gate: str | None = None
     duration_ms: int | None = None
+    cache: str | None = None
+    redacted: tuple[str, ...] = ()
+    input_hash: str | None = None
+    output_hash: str | None = None
 
 
 class RecordedGateDecision(BaseModel):
@@ -283,7 +287,7 @@ class CheckpointStore:
         """The write connection, with the database in WAL mode and its table made (both kept in the file)."""
         connection = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
         try:
-            connection.execute("PRAGMA journal_mode=WAL")
+            _to_wal(connection)
             connection.execute("PRAGMA synchronous=NORMAL")  # a commit is not synced: see the module's docstring
             connection.execute(
                 "CREATE TABLE IF NOT EXISTS checkpoints (run_id TEXT PRIMARY KEY, status TEXT NOT NULL,"
@@ -446,3 +450,17 @@ def _facts(body: object) -> dict[str, Any]:
     except ValueError:
         return {}
     return facts if isinstance(facts, dict) else {}
+
+
+def _to_wal(connection: sqlite3.Connection) -> None:
+    """Puts the database in WAL mode. Two processes making a new database at once can find it locked without SQLite
+    waiting its busy timeout (the mode change does not wait); this waits the same timeout itself, in short steps."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            connection.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)

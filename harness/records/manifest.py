@@ -66,6 +66,8 @@ class Manifest(BaseModel):
     gateway_policy: GatewayPolicy
     concurrency: int
     workers: int = 1  # the most worker processes any of its models ran in (1: in-process; docs/scale.md)
+    executor: str = "local"  # what ran the units: local (this machine's processes) or ray (docs/scale.md#ray)
+    duplicate_units: int = 0  # late second results of a unit the driver had written already: dropped, counted
     start_time: str
     end_time: str | None = None
     status: RunFolderStatus = "running"
@@ -91,6 +93,8 @@ class Manifest(BaseModel):
         data = self.model_dump(mode="json", exclude_none=False)
         if self.stopped_because is None:  # only a stopped matrix has the key: every other manifest reads as before
             del data["stopped_because"]
+        if self.executor == "local" and not self.duplicate_units:  # only another executor's manifest names it
+            del data["executor"], data["duplicate_units"]
         write_json_atomic(folder / MANIFEST_FILE, data)
 
 

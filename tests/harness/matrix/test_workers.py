@@ -1,19 +1,23 @@
 """Worker processes: the same matrix gives the same traces and run ids from one process and from several, the
-driver writes each unit whole, and a live model is refused in one line."""
+driver writes each unit whole, and a live model runs in workers only when asked."""
 
 from __future__ import annotations
 
 import json
+import os
+import pickle
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
-import pytest
-
 from harness import RunSpec, run
-from harness.errors import UserInputError
 from harness.matrix.cell_runner import Cell
+from harness.matrix.unit_batch import WorkerSetup, run_batch_blocking
 from harness.matrix.units import unit_id
-from harness.matrix.workers import batches, worker_share
+from harness.matrix.workers import batch_size, batches, worker_share
+from harness.models.choice import choose
+from harness.models.config import LiveOptions
+from harness.models.shared_endpoint import merged_facts
 from harness.scenario.load import load_all
 from tests.helpers.bench import SCENARIOS
 
@@ -104,6 +108,48 @@ def test_batches_cover_every_cell_once_in_order():
     assert [key for b in got for key in b] == [(c.scenario.id, c.mode, c.trial) for c in cells]
 
 
-def test_worker_processes_refuse_a_live_model_in_one_line():
-    with pytest.raises(UserInputError, match="--workers 2: worker processes run scripted and replayed models"):
-        RunSpec.build(model="live", workers=2, env={"LLM_API_URL": "http://x", "LLM_MODEL": "m", "LLM_API_KEY": "k"})
+def test_a_live_model_runs_in_one_process_unless_asked_and_never_in_more_workers_than_requests_in_flight():
+    env = {"LLM_API_URL": "http://127.0.0.1:9/v1", "LLM_MODEL": "m", "LLM_API_KEY": "k"}
+    assert RunSpec.build(model="live", concurrency=8, env=env).workers_for(100_000) == 1
+    assert RunSpec.build(model="live", workers=2, concurrency=8, env=env).workers_for(10) == 2
+    assert RunSpec.build(model="live", workers=4, concurrency=3, env=env).workers_for(10) == 3
+
+
+def test_the_workers_learnt_facts_name_each_step_down_once():
+    def step(what: str, trial: int) -> dict[str, object]:
+        return {"what": what, "before": "a", "after": "b", "because": "400", "trial": trial}
+
+    merged = merged_facts(
+        [
+            {"adaptations": [step("temperature", 1)], "wire_settings": "one"},
+            {"adaptations": [step("temperature", 2), step("token_param", 2)], "wire_settings": "both"},
+        ]
+    )
+    assert [a["what"] for a in merged["adaptations"]] == ["temperature", "token_param"]
+    assert merged["adaptations"][0]["trial"] == 1 and merged["wire_settings"] == "both"
+
+
+def test_a_small_matrix_is_batched_so_that_every_worker_gets_some():
+    assert batch_size(concurrency=4, workers=2, runs=8) == 4
+    assert batch_size(concurrency=4, workers=2, runs=None) == batch_size(concurrency=4, workers=2, runs=10_000) == 16
+    assert batch_size(concurrency=1, workers=4, runs=2) == 1
+
+
+def test_a_unit_crosses_the_process_boundary_equal_with_its_events_outcome_and_recording(tmp_path):
+    scenario = load_all(SCENARIOS)["refund_amount"]
+    setup = WorkerSetup(
+        folder=tmp_path,
+        model=choose("scripted:random"),
+        options=LiveOptions(),
+        concurrency=1,
+        seed=0,
+        gateway_policy="enforce",
+        approver=None,
+        scenarios=(scenario,),
+        with_events=True,
+        driver_pid=os.getpid(),
+    )
+    (unit,) = run_batch_blocking(setup, [("refund_amount", "react", 1)])
+    unit = replace(unit, recording=b'{"recorded": 1}\n')
+    again = pickle.loads(pickle.dumps(unit))
+    assert again == unit and again.events and again.events[-1].outcome == unit.outcome

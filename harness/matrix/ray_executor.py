@@ -1,0 +1,376 @@
+"""The Ray executor: a matrix's units run as batches of Ray tasks on a cluster, the driver writes every line.
+
+The worker-side setup (scenarios included) goes into Ray's object store once; each task gets its reference and a
+batch of unit keys, checks that it runs the driver's bench and scenarios (``Fingerprint``), runs the batch with the
+path every executor shares (``unit_batch.run_batch_blocking``) and returns its units whole. The driver (the calling
+process) is the only writer of ``traces.jsonl`` and keeps exactly one result per unit id (``UnitLedger``). It owns
+retries: Ray's are off (``max_retries=0``), and a batch whose task was lost with its worker or node goes back in the
+queue up to ``MAX_ATTEMPTS`` times, after which its units are written as infrastructure errors (``lost_unit``). A
+stop request (SIGINT, SIGTERM) cancels the tasks in flight: their units are not written, and ``--resume`` runs them.
+Ray is imported only here, only when ``--executor ray`` is asked for (the ``bench[ray]`` extra).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from harness.core.clock import SystemClock
+from harness.core.context import RunInfo, RunTrace
+from harness.core.gateway import Gateway
+from harness.core.outcome import ModeResult, judge
+from harness.core.signals import StopRequest
+from harness.core.store import VirtualStore
+from harness.errors import UserInputError, WriteFailed
+from harness.matrix.cell_runner import Cell, run_seed, scenario_digest
+from harness.matrix.provenance import bench_commit, prompt_hash
+from harness.matrix.unit_batch import UnitDone, UnitKey, WorkerSetup, run_batch_blocking
+from harness.matrix.units import unit_id
+from harness.matrix.workers import batches
+from harness.records.trace import ErrorInfo, Usage, serialized
+from harness.version import __version__
+from modes import get_mode
+
+BATCH_UNITS = 32  # units per task: few tasks (each costs the scheduler about a millisecond), little lost with a node
+TASKS_PER_CPU = 2  # tasks in flight per cluster CPU: one running, one queued behind it; the rest wait in the driver
+MAX_ATTEMPTS = 3  # times a batch is sent before its units are written as infrastructure errors
+POLL_S = 0.2  # how often the driver looks at a stop request while it waits for results
+CANCEL_WAIT_S = 5.0  # how long a stop waits for the cancelled tasks to end before the driver lets go of them
+INSTALL_HINT = "pip install 'bench[ray]'"
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """What must be the same on the driver and a worker for their runs to be one matrix's: bench's version, its
+    commit (None outside a git checkout), the hash of the modes' code (which writes the prompts), and each
+    scenario's digest as the worker reads it."""
+
+    version: str
+    commit: str | None
+    prompt_hash: str | None
+    scenarios: tuple[tuple[str, str], ...]
+
+    def mismatch(self, worker: Fingerprint) -> str | None:
+        """What differs, in a few words (the driver's value first), or None. An unknown commit is not compared."""
+        if self.version != worker.version:
+            return f"bench {self.version} on the driver, {worker.version} on the worker"
+        if self.commit and worker.commit and self.commit != worker.commit:
+            return f"bench commit {self.commit[:12]} on the driver, {worker.commit[:12]} on the worker"
+        if self.prompt_hash != worker.prompt_hash:
+            return f"modes' code {self.prompt_hash} on the driver, {worker.prompt_hash} on the worker"
+        theirs = dict(worker.scenarios)
+        for scenario_id, digest in self.scenarios:
+            if theirs.get(scenario_id) != digest:
+                return f"scenario {scenario_id} differs between the driver and the worker"
+        return None
+
+
+def fingerprint(setup: WorkerSetup) -> Fingerprint:
+    """This process's fingerprint for ``setup``'s scenarios."""
+    version, commit, prompts = _code_fingerprint()
+    return Fingerprint(version, commit, prompts, tuple((s.id, scenario_digest(s)) for s in setup.scenarios))
+
+
+@cache
+def _code_fingerprint() -> tuple[str, str | None, str | None]:
+    """bench's version, commit and modes hash, once per process (a Ray worker process runs many tasks)."""
+    return __version__, bench_commit(), prompt_hash()
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A task that would not run its batch: the one line saying why."""
+
+    line: str
+
+
+_SETUPS: dict[str, WorkerSetup] = {}  # a worker process's setups by object id: unpickled once, not once a task
+
+
+def run_ray_batch(boxed: list[Any], keys: Sequence[UnitKey], expected: Fingerprint) -> list[UnitDone] | Refused:
+    """A Ray task: checks it runs the driver's bench and scenarios, then runs its batch to the end.
+
+    ``boxed`` holds the setup's object reference inside a list, so Ray hands over the reference and this process
+    fetches (and unpickles) the setup once for all its tasks.
+    """
+    import ray
+
+    (reference,) = boxed
+    setup = _SETUPS.get(reference.hex())
+    if setup is None:
+        setup = _SETUPS[reference.hex()] = ray.get(reference)
+    node = ray.get_runtime_context().get_node_id()[:12]
+    if not setup.folder.is_dir():
+        return Refused(
+            f"--executor ray: the run folder {setup.folder} is not on node {node}; workers write checkpoints into it, "
+            "so it must be on storage every node mounts at the same path (docs/scale.md#ray)"
+        )
+    differs = expected.mismatch(fingerprint(setup))
+    if differs is not None:
+        return Refused(f"--executor ray: node {node} runs another version ({differs}); install the same bench there")
+    return run_batch_blocking(setup, keys)
+
+
+@dataclass
+class UnitLedger:
+    """Exactly one result per unit id: a batch sent twice (lost, then sent again) may answer twice, and only its
+    first answer for a unit is written. Only batches with a task in flight are remembered, so the driver's memory
+    grows with the tasks in flight, not with the matrix."""
+
+    duplicates: int = 0
+    _in_flight: dict[int, int] = field(default_factory=dict)  # batch -> its tasks in flight
+    _written: dict[int, set[str]] = field(default_factory=dict)  # batch -> ids of its units written
+
+    def sent(self, batch: int) -> None:
+        self._in_flight[batch] = self._in_flight.get(batch, 0) + 1
+
+    def settled(self, batch: int) -> None:
+        """A task of ``batch`` answered or failed; once none is left in flight, the batch is forgotten."""
+        left = self._in_flight.pop(batch, 1) - 1
+        if left > 0:
+            self._in_flight[batch] = left
+        else:
+            self._written.pop(batch, None)
+
+    def first(self, batch: int, run_id: str) -> bool:
+        """Whether this unit's result is the first seen (write it); a later one is counted and dropped."""
+        written = self._written.setdefault(batch, set())
+        if run_id in written:
+            self.duplicates += 1
+            return False
+        written.add(run_id)
+        return True
+
+
+@dataclass
+class RayStats:
+    """What the driver saw, for the manifest and the closing line."""
+
+    duplicates: int = 0
+    resent: int = 0  # batches sent again after their task was lost
+    lost_units: int = 0  # units written as infrastructure errors after MAX_ATTEMPTS lost tasks
+
+
+@dataclass
+class _Batch:
+    number: int
+    keys: list[UnitKey]
+    attempts: int = 0
+    last_error: str = ""
+
+
+def run_in_ray(
+    cells: Iterable[Cell],
+    setup: WorkerSetup,
+    on_unit: Callable[[UnitDone], None],
+    stop: StopRequest,
+    *,
+    address: str | None = None,
+    batch_units: int | None = None,
+) -> RayStats:
+    """Runs ``cells`` as Ray tasks; ``on_unit`` (the driver's writer) sees every unit once.
+
+    Joins the cluster at ``address`` (None: Ray reads RAY_ADDRESS, else starts a Ray instance here), or uses the
+    connection this process has already. Returns when every unit is written, or when a stop request ended the
+    matrix; a task's own error (a bug, a file it could not write) or a worker that refuses raises here, after the
+    tasks in flight are cancelled.
+    """
+    stop.polled()  # a signal only sets the request: the loop below sees it between results and cancels the tasks
+    ray = _ray()
+    setup = replace(setup, folder=Path(setup.folder).resolve())  # a worker's working directory is Ray's, not ours
+    stats = RayStats()
+    ledger = UnitLedger()
+    with _connected(ray, address):
+        remote = ray.remote(max_retries=0, num_cpus=1)(run_ray_batch)
+        boxed = [ray.put(setup)]
+        expected = fingerprint(setup)
+        limit = max(1, TASKS_PER_CPU * int(ray.cluster_resources().get("CPU", 1)))
+        numbered = (_Batch(n, keys) for n, keys in enumerate(batches(cells, batch_units or BATCH_UNITS)))
+        again: deque[_Batch] = deque()
+        in_flight: dict[Any, _Batch] = {}
+        try:
+            while not stop.requested:
+                for batch in _next_batches(again, numbered, limit - len(in_flight)):
+                    batch.attempts += 1
+                    ledger.sent(batch.number)
+                    in_flight[remote.remote(boxed, batch.keys, expected)] = batch
+                if not in_flight:
+                    break
+                for reference in _finished(ray, list(in_flight)):
+                    batch = in_flight.pop(reference)
+                    answer = _answer(ray, reference, batch)
+                    ledger.settled(batch.number)
+                    if isinstance(answer, Refused):
+                        raise UserInputError(answer.line)
+                    if answer is None and batch.attempts < MAX_ATTEMPTS:
+                        stats.resent += 1
+                        again.append(batch)
+                    elif answer is None:
+                        stats.lost_units += len(batch.keys)
+                        for key in batch.keys:
+                            on_unit(lost_unit(setup, key, batch.last_error, batch.attempts))
+                    else:
+                        for unit in answer:
+                            if ledger.first(batch.number, unit.run_id):
+                                on_unit(unit)
+        finally:
+            _cancel(ray, list(in_flight))
+    stats.duplicates = ledger.duplicates
+    return stats
+
+
+def _finished(ray: Any, references: list[Any]) -> list[Any]:
+    """The tasks that have ended: waits up to POLL_S for the first, then takes whichever others are done too."""
+    ready, rest = ray.wait(references, num_returns=1, timeout=POLL_S)
+    if ready and rest:
+        more, _ = ray.wait(rest, num_returns=len(rest), timeout=0)
+        ready += more
+    return list(ready)
+
+
+def _next_batches(again: deque[_Batch], numbered: Iterator[_Batch], room: int) -> Iterator[_Batch]:
+    """Up to ``room`` batches to send: those sent again first, then new ones (taken lazily: memory stays flat)."""
+    for _ in range(room):
+        if again:
+            yield again.popleft()
+        elif (batch := next(numbered, None)) is not None:
+            yield batch
+        else:
+            return
+
+
+def _answer(ray: Any, reference: Any, batch: _Batch) -> list[UnitDone] | Refused | None:
+    """A finished task's units or refusal; None when its worker, node or result was lost (the batch goes again).
+    A task that raised raises here: a file it could not write as WriteFailed, anything else with its line."""
+    exceptions = ray.exceptions
+    lost = (
+        exceptions.WorkerCrashedError,
+        exceptions.NodeDiedError,
+        exceptions.LocalRayletDiedError,
+        exceptions.ObjectLostError,
+        exceptions.OutOfMemoryError,
+    )
+    try:
+        answer: list[UnitDone] | Refused = ray.get(reference)
+    except lost as exc:
+        batch.last_error = f"{type(exc).__name__}: {_first_line(exc)}"
+        return None
+    except exceptions.RayTaskError as exc:
+        cause = exc.cause if isinstance(getattr(exc, "cause", None), BaseException) else None
+        if isinstance(cause, WriteFailed):
+            raise WriteFailed(cause.path, cause.reason) from None
+        if isinstance(cause, UserInputError):
+            raise UserInputError(str(cause)) from None
+        named = cause if cause is not None else exc
+        raise RuntimeError(f"Ray task {type(named).__name__}: {_first_line(named)}") from None
+    return answer
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return text[0][:300] if text else ""
+
+
+def _cancel(ray: Any, references: list[Any]) -> None:
+    """Cancels the tasks in flight and waits a little for them to end: none writes into the folder afterwards."""
+    if not references:
+        return
+    for reference in references:
+        with contextlib.suppress(Exception):
+            ray.cancel(reference, force=True)
+    with contextlib.suppress(Exception):
+        ray.wait(references, num_returns=len(references), timeout=CANCEL_WAIT_S)
+
+
+def lost_unit(setup: WorkerSetup, key: UnitKey, why: str, attempts: int) -> UnitDone:
+    """A unit whose every task was lost, as the trace of a run an infrastructure error ended (kind ``internal``,
+    the kind a harness failure has): its run_start, the error naming the loss, and its summary, under its own id,
+    so the matrix is complete, the run is not judged, and the report counts it with the infrastructure errors."""
+    scenario_id, mode_name, trial = key
+    scenario = next(s for s in setup.scenarios if s.id == scenario_id)
+    cell = Cell(scenario, mode_name, trial)
+    approver = "" if setup.approver is None else str(setup.approver)
+    run_id = unit_id(setup.seed, cell, setup.model.describe(), setup.gateway_policy, approver)
+    seed = run_seed(setup.seed, cell)
+    events: list[Any] = []
+    label = setup.label or setup.model.describe()
+    trace = RunTrace(events.append, RunInfo(run_id, scenario_id, mode_name, label, trial), SystemClock())
+    trace.emit(
+        step=0,
+        decision_maker="runtime",
+        kind="run_start",
+        detail={
+            "seed": seed,
+            "gateway_policy": setup.gateway_policy,
+            "limits": scenario.limits.model_dump(),
+            "parameters": get_mode(mode_name).parameters(),
+            "agent_role": scenario.agent_role,
+        },
+    )
+    message = f"Ray lost this unit's task {attempts} times; last: {why}"
+    trace.emit(
+        step=0,
+        decision_maker="runtime",
+        kind="error",
+        result="run_error",
+        error=ErrorInfo(kind="internal", message=message),
+    )
+    gateway = Gateway(scenario, VirtualStore.for_scenario(scenario), setup.gateway_policy)
+    outcome = judge(
+        scenario,
+        gateway,
+        ModeResult("error"),
+        llm_calls=0,
+        usage=Usage(),
+        wall_ms=0.0,
+        errors=dict(trace.errors),
+        ended_by="internal",
+    )
+    trace.emit(
+        step=outcome.steps,
+        decision_maker="runtime",
+        kind="summary",
+        result=outcome.status,
+        usage=outcome.usage,
+        latency_ms=outcome.wall_ms,
+        outcome=outcome,
+        final=True,
+    )
+    shown = tuple(events) if setup.with_events else ()
+    return UnitDone(key, run_id, serialized(events), outcome, shown)
+
+
+def _ray() -> Any:
+    """The ray module, or one line saying how to install it."""
+    try:
+        import ray
+    except ImportError:
+        raise UserInputError(f"--executor ray: Ray is not installed ({INSTALL_HINT})") from None
+    return ray
+
+
+@contextlib.contextmanager
+def _connected(ray: Any, address: str | None) -> Iterator[None]:
+    """A connection to the cluster for the matrix: the one this process has, or a new one closed at the end."""
+    if ray.is_initialized():
+        yield
+        return
+    started = time.monotonic()
+    try:
+        ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False, include_dashboard=False)
+    except ConnectionError as exc:
+        where = address or os.environ.get("RAY_ADDRESS") or "a local Ray"
+        raise UserInputError(f"--executor ray: cannot reach {where}: {_first_line(exc)}") from None
+    logging.getLogger(__name__).debug("joined Ray in %.1f s", time.monotonic() - started)
+    try:
+        yield
+    finally:
+        ray.shutdown()

@@ -1,0 +1,151 @@
+"""The Ray executor on a two-node cluster started here: the same traces and report tables as the local executors,
+every cell exactly once when a node is removed mid-matrix, a --resume that runs only what is missing, and a
+worker running another bench refused in one line.
+
+One cluster for the module (two nodes of one CPU each, a small object store, no dashboard), so the file stays
+within a couple of minutes on 2 busy cores.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ray = pytest.importorskip("ray", reason="the Ray executor needs the [ray] extra (pip install 'bench[ray]')")
+
+from ray.cluster_utils import Cluster  # noqa: E402
+
+from harness import RunSpec, run  # noqa: E402
+from harness.errors import UserInputError  # noqa: E402
+from harness.matrix import ray_executor  # noqa: E402
+from harness.records.manifest import read_manifest  # noqa: E402
+from reports.report import metrics_for  # noqa: E402
+from reports.tables import to_csv, verdicts_table  # noqa: E402
+
+MATRIX = {
+    "model": "scripted:random",
+    "modes": ("react", "workflow", "plan_execute"),
+    "scenarios": ("blog_brief_approval", "refund_amount", "refund_confirmation"),
+    "trials": 3,
+}
+NODE = {"num_cpus": 1, "object_store_memory": 80 * 1024 * 1024}
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Any:
+    """A head node and one worker node, and this process connected as the driver."""
+    started = Cluster(initialize_head=True, head_node_args={**NODE, "include_dashboard": False})
+    started.add_node(**NODE)
+    started.wait_for_nodes()
+    ray.init(address=started.address, logging_level=logging.ERROR, log_to_driver=False)
+    yield started
+    ray.shutdown()
+    started.shutdown()
+
+
+def without_time(folder: Path) -> list[str]:
+    """The folder's trace lines without what differs between executors (timestamps and latencies), sorted."""
+    lines = []
+    for line in (folder / "traces.jsonl").read_text().splitlines():
+        event = json.loads(line)
+        event.pop("ts")
+        event.pop("latency_ms", None)
+        if event.get("outcome"):
+            event["outcome"].pop("wall_ms")
+        lines.append(json.dumps(event, sort_keys=True))
+    return sorted(lines)
+
+
+def summaries(folder: Path) -> Counter[str]:
+    """How many summary lines each run id has."""
+    events = map(json.loads, (folder / "traces.jsonl").read_text().splitlines())
+    return Counter(e["run_id"] for e in events if e["kind"] == "summary")
+
+
+def verdicts(folder: Path) -> str:
+    return to_csv(verdicts_table(metrics_for([folder])[1]))
+
+
+def run_matrix(folder: Path, **changes: Any) -> Any:
+    return run(RunSpec(**MATRIX | {"out": folder} | changes))
+
+
+def test_ray_gives_the_same_traces_and_report_tables_as_one_process_and_two_workers(cluster, tmp_path):
+    one = run_matrix(tmp_path / "one", workers=1).folder
+    two = run_matrix(tmp_path / "two", workers=2).folder
+    result = run_matrix(tmp_path / "ray", executor="ray")
+    assert result.manifest.status == "complete" and result.manifest.executor == "ray"
+    assert without_time(one) == without_time(two) == without_time(result.folder)
+    assert verdicts(one) == verdicts(two) == verdicts(result.folder)
+    assert set(summaries(result.folder).values()) == {1} and len(summaries(result.folder)) == 27
+
+
+def test_a_node_removed_mid_matrix_leaves_every_cell_exactly_once(cluster, tmp_path, monkeypatch):
+    spare = cluster.add_node(**NODE)  # the node to lose: the module's others stay for the next tests
+    cluster.wait_for_nodes()
+    spare_id, started = spare.node_id, tmp_path / "a task started on the spare node"
+    real = ray_executor.run_ray_batch
+
+    def held_on_spare(boxed: Any, keys: Any, expected: Any) -> Any:
+        """Runs on the workers (pickled by value): a task on the spare node waits there until the node is gone; the
+        other nodes' tasks wait until it has one (else they could end the matrix before the spare node starts)."""
+        if ray.get_runtime_context().get_node_id() == spare_id:
+            started.touch()
+            time.sleep(120)
+        deadline = time.monotonic() + 60
+        while not started.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return real(boxed, keys, expected)
+
+    lost: list[str] = []
+    answer = ray_executor._answer
+
+    def watched(ray_module: Any, reference: Any, batch: Any) -> Any:
+        got = answer(ray_module, reference, batch)
+        if got is None:
+            lost.append(batch.last_error)
+        return got
+
+    monkeypatch.setattr(ray_executor, "run_ray_batch", held_on_spare)
+    monkeypatch.setattr(ray_executor, "_answer", watched)
+    monkeypatch.setattr(ray_executor, "BATCH_UNITS", 4)
+    written = Counter[str]()
+
+    def on_done(cell: Any, outcome: Any) -> None:
+        written["units"] += 1
+        if written["units"] == 1:  # the spare node holds a task by now: it is lost with the node
+            cluster.remove_node(spare, allow_graceful=False)
+
+    result = run(RunSpec(**MATRIX | {"out": tmp_path / "lost", "executor": "ray"}), on_done=on_done)
+    whole = run_matrix(tmp_path / "whole", workers=1).folder
+    assert result.manifest.status == "complete"
+    assert lost and "NodeDiedError" in lost[0]  # the spare node's batch was lost, and sent again
+    assert set(summaries(result.folder).values()) == {1} and len(summaries(result.folder)) == 27
+    assert without_time(result.folder) == without_time(whole)
+    assert read_manifest(result.folder).duplicate_units == 0
+
+
+def test_resume_on_ray_runs_only_the_missing_cells(cluster, tmp_path):
+    whole = run_matrix(tmp_path / "whole", workers=1).folder
+    folder = run_matrix(tmp_path / "cut", workers=1).folder
+    lines = (folder / "traces.jsonl").read_text().splitlines(keepends=True)
+    kept_runs = {json.loads(line)["run_id"] for line in lines[: len(lines) // 3]}
+    (folder / "traces.jsonl").write_text("".join(line for line in lines if json.loads(line)["run_id"] in kept_runs))
+    manifest = json.loads((folder / "manifest.json").read_text()) | {"status": "interrupted"}
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    result = run(RunSpec(resume=folder, executor="ray"))
+    assert result.manifest.status == "complete" and result.manifest.continued == 1
+    assert without_time(folder) == without_time(whole)
+
+
+def test_a_worker_running_another_bench_is_refused_in_one_line(cluster, tmp_path, monkeypatch):
+    monkeypatch.setattr(ray_executor, "_code_fingerprint", lambda: ("0.0.0-other", None, None))  # the driver's
+    with pytest.raises(UserInputError, match=r"^--executor ray: node \w+ runs another version \(bench 0.0.0-other"):
+        run_matrix(tmp_path / "refused", executor="ray")
+    assert not (tmp_path / "refused").exists()  # no run was written: the folder the run made is removed
