@@ -7,6 +7,7 @@ wait step as control: it returns at an unapproved gate.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar, Literal
 
 from harness.core import ModeResult, RunContext, Scenario
@@ -15,6 +16,7 @@ from modes.executor import run_plan_suspending
 from modes.plan_execute import ANSWER
 from modes.prompting import system_message, user_message
 from modes.proposals import Step, plan_schema, read_plan
+from modes.structured_plan import PlanStep, dependency_problems
 
 INSTRUCTIONS = (
     "You are a planner. Write the complete plan for the task as an ordered list of actions taken "
@@ -26,9 +28,11 @@ Verdict = Literal["ACCEPT", "REVISE", "REJECT"]
 
 
 def validate_plan(
-    scenario: Scenario, plan: list[Step], open_gates: set[str], max_steps: int
+    scenario: Scenario, plan: Sequence[Step | PlanStep], open_gates: set[str], max_steps: int
 ) -> tuple[Verdict, list[str]]:
-    """Checks structure, allowlist and approval order; ``open_gates`` need no wait.
+    """Checks structure, allowlist and approval order; ``open_gates`` need no wait. A structured plan's
+    dependencies are checked too (an unknown id, a cycle, a step listed before one it depends on); a flat plan has
+    none to check.
 
     Returns the verdict and its reasons.
     """
@@ -51,6 +55,7 @@ def validate_plan(
             reasons.append(f"step {index}: '{step.action}' needs a wait for '{spec.gate}' before it")
     if sum(s.action != finish for s in plan) > max_steps:
         reasons.append(f"the plan has more than {max_steps} action steps")
+    reasons += dependency_problems([s for s in plan if isinstance(s, PlanStep)])
     return ("REVISE", reasons) if reasons else ("ACCEPT", [])
 
 

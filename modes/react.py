@@ -25,7 +25,8 @@ class ReAct(Mode):
     spectrum = 7
     published_p95_ms = 3200.0
     published_error_rate = 0.087
-    story = "research assistant: literature review, experiment design (no scenario yet)"
+    story = "research assistant: literature review, experiment design (research_assistant)"
+    typical_story = "research_assistant"
     naive = True
 
     async def run(self, ctx: RunContext) -> ModeResult:

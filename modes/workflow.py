@@ -12,8 +12,20 @@ import json
 from collections import Counter
 from typing import Any, ClassVar
 
-from harness.core import DONE, HumanDecision, ModelError, ModeResult, Node, RouteChoice, RunContext, check_for
+from harness.core import (
+    DONE,
+    FailureContract,
+    HumanDecision,
+    ModelError,
+    ModeResult,
+    Node,
+    RouteChoice,
+    RunContext,
+    StepTimedOut,
+    check_for,
+)
 from modes.base import Mode, mode
+from modes.plan_subflow import run_plan_subflow
 from modes.prompting import decision_line, observation_line, system_message, user_message
 from modes.proposals import read_route, route_schema
 from modes.subagent import SubAgent, run_subagent
@@ -144,6 +156,8 @@ class WorkflowWalk:
             return await self.succeed(node) if passed else await self.fail(node, "check failed")
         if node.type == "agent":
             return await self.agent(node)
+        if node.type == "plan":
+            return await self.plan_subflow(node)
         action = node.action or ""
         if node.type == "model_step" and node.params is not None:
             args = await self.template_args(node)
@@ -153,12 +167,17 @@ class WorkflowWalk:
                 system_message(ctx.scenario, STEP_INSTRUCTIONS, [spec], STEP_ANSWER),
                 user_message(self.observations, f"Current step: {action}. Produce its arguments."),
             ]
-            reply = await ctx.propose("content", messages, spec.args, [action], step=self.step + 1)
+            try:
+                reply = await ctx.propose(
+                    "content", messages, spec.args, [action], step=self.step + 1, timeout_ms=node.timeout_ms
+                )
+            except StepTimedOut as late:  # the step's deadline passed before its content came: the step failed
+                return await self.fail(node, f"timeout: {late}")
             args = reply.proposal
         else:
             args = node.args
         self.step += 1
-        record = ctx.act(action, args, allowed=[action], step=self.step)
+        record = ctx.act(action, args, allowed=[action], step=self.step, timeout_ms=node.timeout_ms)
         self.observations.append(observation_line(record))
         if record.status in DONE:
             return await self.succeed(node)
@@ -239,11 +258,19 @@ class WorkflowWalk:
             return await self.fail(node, handback.reason or "contract not met")
         return await self.succeed(node, suggested=handback.suggested_route)
 
+    async def plan_subflow(self, node: Node) -> Visit:
+        """A plan node: a Plan-and-Execute sub-flow within the node's contract, handed back to code (seed 001)."""
+        handback = await run_plan_subflow(self.ctx, node, step=self.step, observations=self.observations)
+        self.step = handback.step
+        if not handback.met:
+            return await self.fail(node, handback.reason or "completion condition not met")
+        return await self.succeed(node)
+
     def revision_target(self, approval: Node) -> str:
         """Where a revision request at an approval node sends the run: back to the last node the model filled in."""
         nodes = self.ctx.scenario.node_map
         for visited in reversed(self.trail):
-            if nodes[visited].type in ("model_step", "agent") and visited != approval.id:
+            if nodes[visited].type in ("model_step", "agent", "plan") and visited != approval.id:
                 self.ctx.decide(self.step, "workflow", visited, "revise", {"node": approval.id})
                 return visited
         return approval.id  # nothing the model wrote before it: ask again (bounded by max_transitions)
@@ -320,8 +347,8 @@ class WorkflowWalk:
                 found.append((node.action, node.args))
             elif node.type == "model_step" and node.action:
                 found.append((node.action, None))
-            elif node.type == "agent":
-                found += [(tool, None) for tool in node.tools]
+            elif node.type in ("agent", "plan"):
+                found += [(tool, None) for tool in node.callable_tools]
             elif node.type == "approval" and node.gate:
                 wait = self.ctx.scenario.wait_for(node.gate)
                 found.append((wait.name if wait else f"approval:{node.gate}", None))
@@ -368,11 +395,36 @@ class WorkflowWalk:
                 return node.id
             reason = f"{reason}; fallback loop: {handback.reason}"
             detail = {**detail, "reason": reason}
+        if contract is not None and contract.alert is not None:
+            ctx.alert(self.step, "workflow", contract.alert, {**detail, "then": self.after_alert(node, contract)})
+        if contract is not None and contract.terminate is not None:
+            why = f"{contract.terminate}: {reason}"
+            self.ctx.fail(self.step, "workflow", node.id, "workflow", f"terminated: {why}")
+            return ModeResult("error", terminated=why)
         if contract is not None and contract.fallback is not None:
             ctx.decide(self.step, "workflow", contract.fallback, "fallback", detail)
             return contract.fallback
         code = contract.return_error if contract is not None and contract.return_error else None
+        if contract is not None and contract.alert is not None and code is None:
+            way_on = self.way_on(node)  # the person is told; the walk goes on along the node's declared path
+            ctx.decide(self.step, "workflow", way_on, "continue_after_alert", detail)
+            return way_on
         return self.error(node, f"{code}: {reason}" if code else f"node '{node.id}' failed: {reason}")
+
+    def after_alert(self, node: Node, contract: FailureContract) -> str:
+        """What the walk does once the person is alerted, in words for the alert event."""
+        if contract.terminate is not None:
+            return f"terminate ({contract.terminate})"
+        if contract.fallback is not None:
+            return f"fallback to {contract.fallback}"
+        if contract.return_error is not None:
+            return f"return_error ({contract.return_error})"
+        return f"continue to {self.way_on(node)}"
+
+    @staticmethod
+    def way_on(node: Node) -> str:
+        """A node's declared way out after an alerted failure: its next, else its default branch (load-checked)."""
+        return node.next or next(b.goto for b in node.branches if b.when is None)
 
     def error(self, node: Node, message: str) -> ModeResult:
         self.ctx.fail(self.step, "workflow", node.id, "workflow", message)

@@ -128,6 +128,8 @@ class GroupMetrics:
     decision_share: dict[str, float]  # share of those events per decision_maker
     cost: Cost | None = None  # with a price table
     label: str = field(default="")
+    cache_calls: int = 0  # complete runs: calls of actions with a tool cache
+    cache_hits: int = 0  # of those, answered from the cache
 
     def get(self, name: str) -> str:
         """The value of one key column (mode, gateway_policy, scenario, model, source)."""
@@ -401,6 +403,8 @@ class _RunArrays:
                 "wall_ms",
                 "resumes",
                 "repeated_side_effects",
+                "cache_calls",
+                "cache_hits",
                 *(f"blocked_{reason}" for reason in BLOCK_REASONS),
             )
         }
@@ -501,6 +505,8 @@ def _group(
         decision_share={k: n / decisions for k, n in shares.items()} if decisions else {},
         cost=_cost(a, rows) if priced else None,
         label=" / ".join(key),
+        cache_calls=_total(every["cache_calls"]),
+        cache_hits=_total(every["cache_hits"]),
     )
 
 

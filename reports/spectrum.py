@@ -81,9 +81,9 @@ def spectrum_table(stories: Metrics) -> Table[OwnStory]:
             rows.append(OwnStory(mode, tuple(mode if k == "mode" else MISSING for k in rest), None))
     about = (
         "spectrum: 1 = code decides everything, 7 = the model does (seed 003's order). Each mode on the story seed "
-        "003 gives it, measured in these traces; – where that story is not in them (react's research assistant has "
-        "no scenario yet). Every mode on every story is the next table; the article's own figures are in a table "
-        "of their own."
+        "003 gives it, measured in these traces; – where that story is not in them (a run folder made before a "
+        "story was added, such as react's research_assistant in a recording without it). Every mode on every story "
+        "is the next table; the article's own figures are in a table of their own."
     )
     return Table(
         "spectrum",

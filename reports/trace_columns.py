@@ -30,6 +30,7 @@ BLOCK_REASONS: dict[str, str] = {
     "arg_rule": "argument rule",
     "unknown_action": "unknown action",
     "not_an_action": "not an action",
+    "sensitive_input": "sensitive input",
 }
 # Keys of the outcome's count dictionaries: a dict field has no fixed columns, so its keys are named here.
 DICT_KEYS: dict[str, tuple[str, ...]] = {"errors": ERROR_KINDS, "blocked_by": tuple(BLOCK_REASONS)}

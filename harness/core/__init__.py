@@ -12,6 +12,7 @@ from harness.core.model_port import Model, ModelReply, ModelRequest, ModelSource
 from harness.core.oracle_checks import DONE
 from harness.core.outcome import ModeResult, judge
 from harness.core.signals import RunInterrupted, StopRequest
+from harness.core.step_deadline import StepTimedOut
 from harness.core.store import VirtualStore
 from harness.errors import ModelError, UnknownNameError, UserInputError
 from harness.records.checkpoint import HumanDecision
@@ -20,7 +21,7 @@ from harness.records.checkpoint import HumanDecision
 # state), so the crash sweep kills there too (BENCH_KILL_AFTER_WRITES); outside tests it does nothing
 from harness.records.write_faults import wrote as crash_point
 from harness.scenario.json_schema import check_for
-from harness.scenario.model import PLAN_REVIEW, ActionSpec, AnswerPolicy, Condition, Node, Scenario
+from harness.scenario.model import PLAN_REVIEW, ActionSpec, AnswerPolicy, Condition, FailureContract, Node, Scenario
 from harness.scenario.paths import MISSING, collect, field_names, field_values
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "AnswerPolicy",
     "Clock",
     "Condition",
+    "FailureContract",
     "FakeClock",
     "Gatekeeper",
     "Gateway",
@@ -50,6 +52,7 @@ __all__ = [
     "RunContext",
     "RunInterrupted",
     "Scenario",
+    "StepTimedOut",
     "StopRequest",
     "Suspended",
     "SystemClock",

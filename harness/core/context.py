@@ -15,6 +15,7 @@ from harness.core.gateway import ActionRecord, Gateway
 from harness.core.model_port import Model, ModelReply, ModelRequest, PolicyView, Purpose, RequestMeta, RouteChoice
 from harness.core.outcome import plan_problems, verdict_at_review, verdict_at_stop
 from harness.core.signals import StopRequest
+from harness.core.step_deadline import answer_within
 from harness.errors import ErrorKind, ModelError
 from harness.records.checkpoint import HumanDecision
 from harness.records.trace import DecisionMaker, ErrorInfo, EventKind, RunOutcome, TraceEvent, Usage
@@ -134,11 +135,17 @@ class RunContext:
         feedback: str | None = None,
         catalog: Sequence[ActionSpec] | None = None,
         routes: tuple[RouteChoice, ...] = (),
+        delegates: tuple[tuple[str, tuple[str, ...]], ...] = (),
+        timeout_ms: int | None = None,
     ) -> ModelReply:
         """Asks the model for one proposal and traces the call, its retries and its usage.
 
+        ``timeout_ms``: a workflow step's deadline on the answer (``harness.core.step_deadline``); past it the call
+        is given up (``StepTimedOut``) and nothing of it is traced.
+
         ``catalog``: the actions as this request presents them, where a mode reshapes one (a sub-agent's finish that
         carries its report, a template's slots); by default the scenario's. ``routes``: a route request's choices.
+        ``delegates``: a plan node's react steps and their tools, at its planning.
         """
         request = ModelRequest(
             purpose=purpose,
@@ -154,6 +161,7 @@ class RunContext:
                 feedback=feedback,
                 reference=self.scenario.reference_steps,
                 routes=routes,
+                delegates=delegates,
             ),
             meta=RequestMeta(
                 scenario=self.scenario.id, mode=self.trace.info.mode, step=step, trial=self.trace.info.trial
@@ -161,7 +169,7 @@ class RunContext:
         )
         trace = self.trace
         try:
-            reply = await self.model.complete(request)
+            reply = await answer_within(self.model, self.model.complete(request), timeout_ms)
         except ModelError as exc:
             exc.step = step
             self._trace_retries(exc.failed_attempts, step)
@@ -253,6 +261,11 @@ class RunContext:
             detail["premature"] = True
         if record.duration_ms is not None:
             detail["duration_ms"] = record.duration_ms
+        if record.cache is not None:
+            detail["cache"] = record.cache
+        if record.redacted:
+            detail["redacted"] = list(record.redacted)
+        detail["input_hash"], detail["output_hash"] = record.input_hash, record.output_hash
         self.trace.emit(
             step=step,
             decision_maker="gateway",
@@ -357,6 +370,24 @@ class RunContext:
             kind="plan_validation",
             result=verdict,
             detail={"reasons": reasons, "revision": revision},
+        )
+
+    def plan_state(self, step: int, where: str, revision: int, result: str, steps: list[dict[str, Any]]) -> None:
+        """Traces a structured plan's state at a plan node: each step's id, action, dependencies and status, when a
+        revision is adopted and when its execution ends (the executor keeps the statuses)."""
+        self.trace.emit(
+            step=step,
+            decision_maker="executor",
+            kind="plan",
+            action=where,
+            result=result,
+            detail={"node": where, "revision": revision, "steps": steps},
+        )
+
+    def alert(self, step: int, decision_maker: DecisionMaker, who: str, detail: dict[str, Any]) -> None:
+        """Traces an alert to a person (a failure contract's ``alert``): who, and the node and reason in ``detail``."""
+        self.trace.emit(
+            step=step, decision_maker=decision_maker, kind="alert", action=who, result="alerted", detail=detail
         )
 
     def fail(self, step: int, decision_maker: DecisionMaker, where: str, kind: ErrorKind, message: str) -> None:

@@ -7,7 +7,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.choices import DEFAULT_GATEWAY_POLICY, GatewayPolicy
+from harness.core.audit_hash import audit_hash
+from harness.core.input_scanner import redact, scan
 from harness.core.store import VirtualStore
+from harness.core.tool_cache import ToolCache
 from harness.records.checkpoint import HumanDecision
 from harness.records.trace import ActionStatus
 from harness.scenario.model import ActionSpec, Scenario
@@ -31,6 +34,10 @@ class ActionRecord:
     premature: bool  # a gated side effect committed without its approval
     gate: str | None = None  # a wait, or a mode's approval request: the gate it waits for
     duration_ms: int | None = None  # the call's simulated duration, where the action declares one (never slept)
+    cache: str | None = None  # a cached action's call: "hit" (the stored result, nothing run) or "miss"
+    redacted: tuple[str, ...] = ()  # what the input scanner replaced in the args ("card_number at note")
+    input_hash: str | None = None  # sha256 of the canonical JSON of args (as recorded) and of the observation
+    output_hash: str | None = None
 
 
 @dataclass(frozen=True)
@@ -68,16 +75,35 @@ class Gateway:
         if spec is None or spec.kind == "finish":
             reason = "unknown_action" if spec is None else "not_an_action"
             return self._record(step, name, args, "blocked", reason, {"blocked": reason}, ())
+        found = self._scanned(spec, args)
+        scanner = self.scenario.scanner
+        if found and scanner is not None:  # the store, and the trace's gateway line, never see what was found
+            args = redact(scanner, args)
+        sensitive = ("sensitive_input",) if found and scanner is not None and scanner.action == "block" else ()
         problem = self.argument_problem(spec, args)
         if problem is not None:
-            return self._record(
-                step, name, args, "blocked", "invalid_args", {"blocked": "invalid_args", "detail": problem}, ()
-            )
-        violations = self._violations(spec, allowed, args)
+            observation = {"blocked": "invalid_args", "detail": problem}
+            return self._record(step, name, args, "blocked", "invalid_args", observation, (), redacted=found)
+        violations = self._violations(spec, allowed, args) + sensitive
         if violations and self.policy == "enforce":
-            observation = {"blocked": violations[0], "detail": self._explain(spec, violations[0], args)}
-            return self._record(step, name, args, "blocked", violations[0], observation, violations)
-        return self._apply(step, spec, args, violations, timeout_ms)
+            detail = self._explain(spec, violations[0], args)
+            if violations[0] == "sensitive_input":
+                detail = f"'{name}' input holds sensitive data: {', '.join(found)}"
+            observation = {"blocked": violations[0], "detail": detail}
+            return self._record(step, name, args, "blocked", violations[0], observation, violations, redacted=found)
+        return self._apply(step, spec, args, violations, timeout_ms, found)
+
+    def _scanned(self, spec: ActionSpec, args: Any) -> tuple[str, ...]:
+        """What the scenario's input scanner finds in a task action's args ("card_number at note"), if it scans it."""
+        scanner = self.scenario.scanner
+        if scanner is None or spec.kind != "task" or (scanner.actions is not None and spec.name not in scanner.actions):
+            return ()
+        return tuple(finding.describe() for finding in scan(scanner, args))
+
+    @property
+    def simulated_ms(self) -> int:
+        """The run's simulated time: the declared durations of its calls so far (what a cache's ttl counts)."""
+        return sum(record.duration_ms or 0 for record in self.records)
 
     def request_approval(self, gate: str, *, step: int, for_action: str | None = None) -> ActionRecord:
         """Records a mode's request for a gate's approval as a wait, so every suspension is in the record.
@@ -158,7 +184,13 @@ class Gateway:
         return f"'{spec.name}' is not available here"
 
     def _apply(
-        self, step: int, spec: ActionSpec, args: Any, violations: tuple[str, ...], timeout_ms: int | None = None
+        self,
+        step: int,
+        spec: ActionSpec,
+        args: Any,
+        violations: tuple[str, ...],
+        timeout_ms: int | None = None,
+        redacted: tuple[str, ...] = (),
     ) -> ActionRecord:
         store = self.store
         observation: Any
@@ -167,16 +199,28 @@ class Gateway:
             state = "approved" if store.approved(spec.gate or "") else "pending"
             observation = {"wait_marker": spec.gate, "approval": state}
             return self._record(step, spec.name, args, "wait_recorded", None, observation, violations)
+        cache_key = ToolCache.key(spec, args, self.scenario.agent_role) if spec.cache is not None else None
+        cached = store.cache.hit(spec, cache_key, self.simulated_ms) if cache_key is not None else None
+        if cached is not None:  # the stored result comes back: the tool is not run, counted or timed
+            return self._record(
+                step, spec.name, args, "read", None, cached.result, violations, cache="hit", redacted=redacted
+            )
+        miss = "miss" if cache_key is not None else None
         count = store.calls[spec.name] = store.calls.get(spec.name, 0) + 1
         took = spec.duration_ms(count)
         if took is not None and timeout_ms is not None and took > timeout_ms:
             # the caller gave up at its deadline: the call did not come back, so nothing of it took effect
             observation = {"error": f"timed out after {timeout_ms} ms", "attempt": count}
-            return self._record(step, spec.name, args, "failed", "timeout", observation, violations, took=timeout_ms)
+            return self._record(
+                step, spec.name, args, "failed", "timeout", observation, violations, took=timeout_ms, cache=miss
+            )
         if spec.fault is not None and spec.fault.fails(count, store.artifacts):
             observation = {"error": spec.fault.error, "attempt": count}
-            return self._record(step, spec.name, args, "failed", "fault", observation, violations, took=took)
+            return self._record(
+                step, spec.name, args, "failed", "fault", observation, violations, took=took, cache=miss
+            )
         apply_effect(store.artifacts, spec, args)
+        store.cache.written({key for key in (spec.writes, *spec.invalidates) if key is not None})
         if spec.reads is not None:
             observation = {spec.reads: store.artifacts.get(spec.reads)}
         elif spec.returns is not None:
@@ -186,7 +230,11 @@ class Gateway:
         if spec.inject is not None:
             observation = {"result": observation, "note": spec.inject}
         status: ActionStatus = "committed" if spec.is_side_effect else "read"
-        return self._record(step, spec.name, args, status, None, observation, violations, took=took)
+        if cache_key is not None:
+            store.cache.store(spec, cache_key, observation, self.simulated_ms + (took or 0))
+        return self._record(
+            step, spec.name, args, status, None, observation, violations, took=took, cache=miss, redacted=redacted
+        )
 
     def _record(
         self,
@@ -200,6 +248,8 @@ class Gateway:
         *,
         gate: str | None = None,
         took: int | None = None,
+        cache: str | None = None,
+        redacted: tuple[str, ...] = (),
     ) -> ActionRecord:
         spec = self.scenario.action_map.get(name)
         side_effect = status == "committed"
@@ -215,6 +265,10 @@ class Gateway:
             premature=side_effect and spec is not None and "gate_closed" in violations,
             gate=gate if gate is not None else spec.gate if spec is not None and spec.kind == "wait" else None,
             duration_ms=took,
+            cache=cache,
+            redacted=redacted,
+            input_hash=audit_hash(args),
+            output_hash=audit_hash(observation),
         )
         self.records.append(record)
         return record

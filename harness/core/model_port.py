@@ -26,6 +26,9 @@ class PolicyView:
     # stand-in, to tell a mode's limits from a model's); no other policy, and never an LLM, sees them.
     reference: tuple[ReferenceStep, ...] = ()
     routes: tuple[RouteChoice, ...] = ()  # a route request's choices, in declared order
+    # A plan node's planning request: the steps it may hand to a ReAct sub-agent, each with that sub-agent's tools
+    # (an LLM reads the same in the messages).
+    delegates: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 @dataclass(frozen=True)

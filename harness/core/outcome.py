@@ -32,6 +32,7 @@ class ModeResult:
 
     status: RunStatus
     suspended_at: str | None = None
+    terminated: str | None = None  # a failure contract's terminate: its reason code and why (status is error)
 
 
 def judge(
@@ -97,6 +98,9 @@ def judge(
             )
             for d in gateway.decisions
         ],
+        terminated=result.terminated,
+        cache_calls=sum(r.cache is not None for r in records),
+        cache_hits=sum(r.cache == "hit" for r in records),
     )
 
 

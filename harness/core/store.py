@@ -6,13 +6,14 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.core.tool_cache import ToolCache
 from harness.scenario.model import Condition, Scenario
 from harness.scenario.paths import MISSING, lookup
 
 
 @dataclass
 class VirtualStore:
-    """Artifacts, approvals, wait markers and call counts of one run. Only the gateway mutates it."""
+    """Artifacts, approvals, wait markers, call counts and cached results of one run. Only the gateway mutates it."""
 
     artifacts: dict[str, Any] = field(default_factory=dict)
     approvals: set[str] = field(default_factory=set)
@@ -20,6 +21,7 @@ class VirtualStore:
     calls: dict[str, int] = field(default_factory=dict)
     # gates that guard only while a condition holds (a threshold); checked on every approval question
     gate_conditions: dict[str, Condition] = field(default_factory=dict)
+    cache: ToolCache = field(default_factory=ToolCache)  # results of the run's cached read-only calls
 
     @classmethod
     def for_scenario(cls, scenario: Scenario) -> VirtualStore:

@@ -1,7 +1,9 @@
 """Compares a replayed trace with the recorded one, run by run: the first event that differs, or none.
 
 Run ids, timestamps and wall-clock durations differ between any two runs and are set aside; a
-model call's latency is the recorded one in a replay, so it is compared like everything else.
+model call's latency is the recorded one in a replay, so it is compared like everything else. A gateway
+line's audit hashes are compared where both lines have them: a recording made before the hashes existed
+still replays, and a hash that changes under the same args and result still shows as drift.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ RunKey = tuple[str, str, int]  # scenario, mode, trial
 
 # Fields that differ between two honest runs of the same thing.
 IGNORED_FIELDS = frozenset({"run_id", "ts"})
+# Gateway detail keys newer than some recordings: compared only when both sides carry them.
+BOTH_SIDES_DETAIL = ("input_hash", "output_hash")
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,8 @@ def compare_runs(recorded: list[TraceEvent], replayed: list[TraceEvent], run: Ru
     for index in range(max(len(recorded), len(replayed))):
         old = normalised(recorded[index]) if index < len(recorded) else None
         new = normalised(replayed[index]) if index < len(replayed) else None
+        if old is not None and new is not None:
+            _only_common_audit(old, new)
         if old == new:
             continue
         if old is None or new is None:
@@ -77,6 +83,17 @@ def compare_runs(recorded: list[TraceEvent], replayed: list[TraceEvent], run: Ru
         fields = tuple(key for key in old if old.get(key) != new.get(key))
         return Divergence(run, index, fields, _brief(old, fields, new), _brief(new, fields, old))
     return None
+
+
+def _only_common_audit(old: dict[str, Any], new: dict[str, Any]) -> None:
+    """Drops an audit key from both events' details where only one of them has it."""
+    old_detail, new_detail = old.get("detail") or {}, new.get("detail") or {}
+    for key in BOTH_SIDES_DETAIL:
+        if (key in old_detail) != (key in new_detail):
+            old_detail.pop(key, None)
+            new_detail.pop(key, None)
+    for event, detail in ((old, old_detail), (new, new_detail)):
+        event["detail"] = detail or None  # a detail that held only the hashes reads as none, as it was recorded
 
 
 def compare_traces(recorded: Iterable[TraceEvent], replayed: Iterable[TraceEvent]) -> list[Divergence]:

@@ -264,8 +264,25 @@ class Reference(Policy):
 
     def plan(self, request: ModelRequest) -> Proposal:
         view = request.view
+        if view.delegates:
+            return {"plan": self._delegated_plan(request)}
         steps = [self._step(s, view) for s in self._remaining(view) if s.action in request.offered]
         return {"plan": [*steps[: view.max_plan_steps - 1], _action(_finish(view), view)]}
+
+    def _delegated_plan(self, request: ModelRequest) -> list[Proposal]:
+        """A plan node's plan: the next correct steps while the stage can take them, a run of steps a react step's
+        sub-agent holds the tools for handed to it as one step, up to the first step the stage cannot take."""
+        view, plan = request.view, []
+        for step in self._remaining(view):
+            if step.action in request.offered:
+                plan.append(self._step(step, view))
+                continue
+            holder = next((name for name, tools in view.delegates if step.action in tools), None)
+            if holder is None:
+                break
+            if not plan or plan[-1]["action"] != holder:
+                plan.append(_action(holder, view))
+        return plan[: view.max_plan_steps] or [_action(request.offered[0], view)]
 
     def content(self, request: ModelRequest) -> Proposal:
         action = request.offered[0]
@@ -287,6 +304,38 @@ class Reference(Policy):
         return super().route(request)
 
 
+def structured(plan: list[Proposal], view: PolicyView) -> list[Proposal]:
+    """A flat plan as a structured one (for a plan node): each step's id is its action (numbered when repeated), it
+    depends on the earlier steps that write what it requires, or, requiring something no earlier step writes, on
+    the step before it (which may bring it about); done_when is what it writes. From action metadata only."""
+    specs, finish = _specs(view), _finish(view)
+    shaped: list[Proposal] = []
+    writers: dict[str, str] = {}  # artifact -> the id of the latest step that writes it
+    for item in plan:
+        if item["action"] == finish:
+            continue
+        spec = specs[item["action"]]
+        number, step_id = 1, item["action"]
+        while any(s["id"] == step_id for s in shaped):
+            number += 1
+            step_id = f"{item['action']}_{number}"
+        needed = [path.split(".")[0].removesuffix("[]") for path in spec.requires]
+        depends = list(dict.fromkeys(writers[n] for n in needed if n in writers))
+        if shaped and any(n not in writers for n in needed):
+            depends = list(dict.fromkeys([*depends, shaped[-1]["id"]]))
+        shaped.append({**item, "id": step_id, "depends_on": depends, "done_when": spec.writes or ""})
+        if spec.writes:
+            writers[spec.writes] = step_id
+    return shaped
+
+
+def _wants_structure(request: ModelRequest) -> bool:
+    """Whether a plan request asks for structured steps (a plan node's planner): its steps have depends_on."""
+    items = request.response_schema.get("properties", {}).get("plan", {}).get("items", {})
+    choices = items.get("anyOf", [items]) if isinstance(items, dict) else []
+    return any(isinstance(c, dict) and "depends_on" in c.get("properties", {}) for c in choices)
+
+
 class ScriptedModel:
     """A model whose answers come from a policy; zero tokens, zero latency, and labelled as scripted."""
 
@@ -302,6 +351,8 @@ class ScriptedModel:
             "route": self.policy.route,
         }[request.purpose]
         proposal = answer(request)
+        if request.purpose == "plan" and _wants_structure(request):
+            proposal = {"plan": structured(proposal["plan"], request.view)}
         return ModelReply(proposal=proposal, text=json.dumps(proposal), usage=Usage(), latency_ms=0.0)
 
 

@@ -526,6 +526,23 @@ def _plan_validation(e: LooseEvent, d: dict[str, Any]) -> Described:
     return f"validator: {e.result}{where}", [f"reason: {r}" for r in reasons], tone
 
 
+def _plan(e: LooseEvent, d: dict[str, Any]) -> Described:
+    """A structured plan's state (a plan node): one line a step, with what it depends on and its status."""
+    d.pop("node", None)
+    revision = d.pop("revision", "?")
+    steps = d.pop("steps", None) or []
+    lines = []
+    for s in steps if isinstance(steps, list) else []:
+        if not isinstance(s, dict):
+            continue
+        after = ", ".join(str(x) for x in s.get("depends_on") or []) or "nothing"
+        done_when = f"; done when {s['done_when']} holds" if s.get("done_when") else ""
+        why = f" ({s['reason']})" if s.get("reason") else ""
+        lines.append(f"{s.get('id')}: {s.get('action')}, after {after}{done_when}: {s.get('status')}{why}")
+    tone: Tone = "ok" if e.result == "done" else "blocked" if e.result in ("failed", "incomplete") else "info"
+    return f"plan of {e.action}, revision {revision}: {e.result}", lines, tone
+
+
 def _decision(e: LooseEvent, d: dict[str, Any]) -> Described:
     lines = []
     reason = d.pop("reason", None)
@@ -548,6 +565,13 @@ def _action(e: LooseEvent, d: dict[str, Any]) -> Described:
         lines.append("broke: " + ", ".join(str(v) for v in violations))
     if d.pop("premature", False):
         lines.append("premature: committed while its gate was closed")
+    cache = d.pop("cache", None)
+    if cache is not None:
+        lines.append("cache hit: the stored result, the tool not run" if cache == "hit" else f"cache: {cache}")
+    redacted = d.pop("redacted", None)
+    if redacted:
+        lines.append("redacted: " + ", ".join(str(r) for r in redacted))
+    d.pop("input_hash", None), d.pop("output_hash", None)  # audit data: bench gate-check reads them
     if "observation" in d:
         lines.append(f"observation: {_compact(d.pop('observation'))}")
     tone: Tone = "blocked" if e.result in ("blocked", "failed") else "error" if violations else "ok"
@@ -582,6 +606,15 @@ def _error(e: LooseEvent, d: dict[str, Any]) -> Described:
     return f"error{where}: {error.get('kind', '?')}", lines, "error"
 
 
+def _alert(e: LooseEvent, d: dict[str, Any]) -> Described:
+    node, reason = d.pop("node", "?"), d.pop("reason", None)
+    lines = [f"reason: {reason}"] if reason else []
+    then = d.pop("then", None)
+    if then:
+        lines.append(f"then: {then}")
+    return f"alerts {e.action}: step {node} failed", lines, "stop"
+
+
 def _summary(e: LooseEvent, d: dict[str, Any]) -> Described:
     outcome = e.outcome or {}
     status = outcome.get("status", e.result)
@@ -589,7 +622,8 @@ def _summary(e: LooseEvent, d: dict[str, Any]) -> Described:
     verdict = outcome.get("stop_verdict")
     verdict_text = f"; stop verdict {verdict}" if verdict else ""
     ends = "stops" if status == "suspended" else "ends"  # a suspended run may go on after a decision
-    return f"run {ends}: {status}{at}{verdict_text}", [], "end"
+    lines = [f"terminated: {outcome['terminated']}"] if outcome.get("terminated") else []
+    return f"run {ends}: {status}{at}{verdict_text}", lines, "end"
 
 
 def _generic(e: LooseEvent, d: dict[str, Any]) -> Described:
@@ -605,12 +639,14 @@ _DESCRIBERS = {
     "model_call": _model_call,
     "model_retry": _model_retry,
     "plan_validation": _plan_validation,
+    "plan": _plan,
     "decision": _decision,
     "action": _action,
     "transition": _transition,
     "suspend": _suspend,
     "human": _human,
     "error": _error,
+    "alert": _alert,
     "summary": _summary,
 }
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.choices import GatewayPolicy
 from harness.errors import UserInputError, WriteFailed
@@ -26,12 +26,14 @@ EventKind = Literal[
     "model_call",  # the model answered a request: its proposal, usage and latency
     "model_retry",  # one failed attempt of a model call that is retried
     "plan_validation",  # the plan validator's verdict: ACCEPT / REVISE / REJECT
+    "plan",  # a structured plan's state: its steps, dependencies and statuses, at each revision (a plan node)
     "decision",  # the runtime, executor or workflow picks what happens next
     "action",  # the gateway's verdict on an attempted action: committed, blocked, ...
     "transition",  # the workflow moves from one node to another
     "suspend",  # the run stops at a gate, resumable
     "human",  # a person (or a scripted approver) decides at a gate: approve or reject
     "error",  # a failure that ended the run or that the mode handled
+    "alert",  # a failure contract alerts a person (action: who; detail: node, reason) and the run goes on
     "summary",  # the last event of every run: its outcome
 ]
 RunStatus = Literal["suspended", "finished", "step_limit", "rejected", "rejected_by_human", "error", "interrupted"]
@@ -113,6 +115,11 @@ class RunOutcome(BaseModel):
     resumes: int = 0  # decisions at gates that ended a suspension (approve, revise or reject), in-run or resumed
     repeated_side_effects: int = 0  # side effects committed twice for the same step (a resume that re-runs code)
     stops: list[StopRecord] = []  # every stop a decision ended, in order, with the verdict at that stop
+    # Written only when they say something, so an outcome without them is the line it was before they existed (a
+    # committed recording's summaries replay byte for byte).
+    terminated: str | None = Field(None, exclude_if=lambda v: v is None)  # a failure contract's terminate: why
+    cache_calls: int = Field(0, exclude_if=lambda v: v == 0)  # calls of actions with a tool cache (hits and misses)
+    cache_hits: int = Field(0, exclude_if=lambda v: v == 0)  # of those, answered from the cache: the tool did not run
 
 
 class TraceEvent(BaseModel):

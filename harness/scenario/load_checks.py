@@ -30,7 +30,14 @@ Problem = tuple[str, str] | None  # (field path, message) of the first problem f
 
 def check_references(s: Scenario) -> Problem:
     """Every cross-field check, in the order a reader of the file meets the fields."""
-    return _check_names(s) or _check_actions(s) or _check_workflow(s) or _check_oracle(s) or _check_approvals(s)
+    return (
+        _check_names(s)
+        or _check_actions(s)
+        or _check_scanner(s)
+        or _check_workflow(s)
+        or _check_oracle(s)
+        or _check_approvals(s)
+    )
 
 
 def _check_names(s: Scenario) -> Problem:
@@ -137,6 +144,32 @@ def _contradiction(a: ActionSpec) -> Problem:
         return "returns", "an action returns the artifact it reads or a constant, not both"
     if a.answer is not None and not a.is_side_effect:
         return "answer", "an answer is delivered to a person: only an action with effect write or irreversible has one"
+    if a.cache is not None and a.effect != "read":
+        return "cache", f"only a read-only action is cached (effect: read); '{a.name}' has effect {a.effect}"
+    return None
+
+
+def _check_cache(a: ActionSpec, where: str) -> Problem:
+    """A cache's key and user paths must reach declared arguments of its action."""
+    if a.cache is None:
+        return None
+    wrapped = {"type": "object", "properties": {"args": a.args}, "additionalProperties": False}
+    paths = [(f"key[{j}]", path) for j, path in enumerate(a.cache.key)]
+    paths += [("user", a.cache.user)] if a.cache.user is not None else []
+    for field, path in paths:
+        reach = reach_schema(wrapped, f"args.{path}", "")
+        if not reach.ok:
+            return f"{where}.cache.{field}", f"'{path}' is not an argument of '{a.name}': {reach.problem}"
+    return None
+
+
+def _check_scanner(s: Scenario) -> Problem:
+    """The scanned actions are task actions of the scenario."""
+    scanned = s.scanner.actions if s.scanner is not None else None
+    tasks = [a.name for a in s.actions if a.kind == "task"]
+    for j, name in enumerate(scanned or ()):
+        if name not in tasks:
+            return f"scanner.actions[{j}]", _unknown("task action", name, tasks)
     return None
 
 
@@ -171,7 +204,7 @@ def _check_actions(s: Scenario) -> Problem:
             return f"actions[{i}].gate", "a wait action must name the gate it waits for"
         if a.kind == "task" and a.effect == "none":
             return f"actions[{i}].effect", "a task action needs an effect: read, write or irreversible"
-        problem = _check_answer(a, f"actions[{i}]")
+        problem = _check_answer(a, f"actions[{i}]") or _check_cache(a, f"actions[{i}]")
         if problem:
             return problem
         problem = _check_arg_rules(s, a, a.arg_rules, f"actions[{i}].arg_rules")
@@ -213,11 +246,17 @@ def _check_actions(s: Scenario) -> Problem:
 
 # The fields each node type reads besides id and type; any other field given would be silently ignored.
 _NODE_FIELDS = {
-    "model_step": {"action", "args", "params", "next", "branches", "route_by", "on_failure", "max_visits"},
-    "action": {"action", "args", "next", "branches", "route_by", "on_failure", "max_visits"},
+    "model_step": {
+        *("action", "args", "params", "next", "branches", "route_by", "on_failure", "max_visits", "timeout_ms"),
+    },
+    "action": {"action", "args", "next", "branches", "route_by", "on_failure", "max_visits", "timeout_ms"},
     "approval": {"gate", "next", "branches", "route_by", "on_failure", "max_visits"},
     "validator": {"check", "next", "branches", "route_by", "on_failure", "max_visits"},
     "agent": {"tools", "max_steps", "until", "output", "next", "branches", "route_by", "on_failure", "max_visits"},
+    "plan": {
+        *("tools", "react_steps", "constraints", "max_steps", "max_replans", "until"),
+        *("next", "branches", "route_by", "on_failure", "max_visits"),
+    },
     "end": {"status"},
 }
 
@@ -257,6 +296,10 @@ def _check_workflow(s: Scenario) -> Problem:
                 if tool not in actions:
                     return f"{where}.tools[{j}]", _unknown("action", tool, actions)
             problem = _check_output(n, where, nodes)
+            if problem:
+                return problem
+        if n.type == "plan":
+            problem = _check_plan_node(s, n, where)
             if problem:
                 return problem
         if n.route_by == "model" and not n.branches:
@@ -356,14 +399,14 @@ def _revision_targets(s: Scenario, approval: Node) -> set[str]:
         for source in (source for source, targets in plain.items() if node_id in targets and source not in seen):
             seen.add(source)
             queue.append(source)
-            if nodes[source].type in ("model_step", "agent"):
+            if nodes[source].type in ("model_step", "agent", "plan"):
                 found.add(source)
     reached, queue = {s.workflow.start}, deque([s.workflow.start])
     while queue:  # the approval itself: reachable from the start through nodes that fill nothing
         node = nodes[queue.popleft()]
         if node.id == approval.id:
             found.add(approval.id)
-        elif node.type not in ("model_step", "agent"):
+        elif node.type not in ("model_step", "agent", "plan"):
             queue.extend(target for target in plain[node.id] - reached)
             reached |= plain[node.id]
     return found
@@ -405,6 +448,30 @@ def _check_params(action: ActionSpec, n: Node, where: str) -> Problem:
     if problem:
         return problem
     return _args_problem(action.args, {**n.args, **defaults}, f"{where}.args")
+
+
+def _check_plan_node(s: Scenario, n: Node, where: str) -> Problem:
+    """A plan node's tools and react steps: task actions of the scenario, step names that are no action's, each
+    react step's until reaching something declared, and something for a plan to do."""
+    tasks = [a.name for a in s.actions if a.kind == "task"]
+    if not n.tools and not n.react_steps:
+        return f"{where}.tools", "a plan node needs at least one tool or react step"
+    for j, tool in enumerate(n.tools):
+        if tool not in tasks:
+            return f"{where}.tools[{j}]", _unknown("task action", tool, tasks)
+    names: set[str] = set()
+    for j, step in enumerate(n.react_steps):
+        here = f"{where}.react_steps[{j}]"
+        if step.name in s.action_map or step.name in names:
+            return f"{here}.name", f"'{step.name}' is already an action's or another react step's name"
+        names.add(step.name)
+        for k, tool in enumerate(step.tools):
+            if tool not in tasks:
+                return f"{here}.tools[{k}]", _unknown("task action", tool, tasks)
+        problem = _check_condition(s, f"{here}.until", step.until)
+        if problem:
+            return problem
+    return None
 
 
 def _check_output(n: Node, where: str, nodes: dict[str, Node]) -> Problem:
@@ -701,6 +768,11 @@ def _gated_field(s: Scenario, node: Node, gate: str) -> tuple[str, str] | None:
             spec = s.action_map[tool]
             if spec.kind == "task" and spec.gate == gate:
                 return f"tools[{j}]", tool
+    if node.type == "plan":
+        for tool in node.callable_tools:
+            spec = s.action_map[tool]
+            if spec.kind == "task" and spec.gate == gate:
+                return "tools", tool
     loop = node.on_failure.react if node.on_failure is not None else None
     for j, tool in enumerate(loop.tools if loop is not None else ()):
         if s.action_map[tool].gate == gate:
@@ -710,7 +782,7 @@ def _gated_field(s: Scenario, node: Node, gate: str) -> tuple[str, str] | None:
 
 def _node_changes(s: Scenario, node: Node) -> set[str]:
     """The artifacts a node's actions may write or invalidate."""
-    names = list(node.tools) if node.type == "agent" else [node.action] if node.action else []
+    names = list(node.callable_tools) if node.type in ("agent", "plan") else [node.action] if node.action else []
     names += list(node.on_failure.react.tools) if node.on_failure is not None and node.on_failure.react else []
     changed: set[str] = set()
     for name in names:

@@ -156,6 +156,46 @@ class Fault(_Strict):
         return self.until is not None and lookup(dict(artifacts), self.until) is MISSING
 
 
+class ToolCache(_Strict):
+    """A tool-result cache on one read-only action (seed 003: keyed by user and tool, with a time-to-live)."""
+
+    key: tuple[str, ...] = Field(
+        (),
+        description="Paths into the args whose values key the cache, with the tool and the user ('user_id'); none: "
+        "every call of the tool by the user shares one entry.",
+    )
+    user: str | None = Field(
+        None,
+        pattern=PATH_PATTERN,
+        description="Path into the args naming the user; none: the run's user, the scenario's agent_role.",
+    )
+    ttl_ms: int = Field(
+        ge=1,
+        le=MAX_LATENCY_MS,
+        description="How long an entry serves, in the run's simulated milliseconds (the declared durations of its "
+        "calls so far): never the wall clock, so a replay hits where the recording hit.",
+    )
+
+
+SensitiveKind = Literal["card_number", "national_id", "secret"]
+
+
+class InputScanner(_Strict):
+    """The data-leak scan of every task action's input (seed 003): what it looks for and what the gateway does."""
+
+    detect: tuple[SensitiveKind, ...] = Field(
+        ("card_number", "national_id", "secret"),
+        min_length=1,
+        description="card_number (13 to 19 digits passing the Luhn check), national_id (a US SSN or a Chinese "
+        "resident id with its check digit), secret (API keys, tokens, private keys: docs/scenarios.md).",
+    )
+    action: Literal["block", "redact"] = Field(
+        description="block: the call is refused (reason sensitive_input; under audit it commits with the "
+        "violation); redact: each value found is replaced before the store sees it, recorded in the trace."
+    )
+    actions: tuple[str, ...] | None = Field(None, description="The task actions scanned; none: every task action.")
+
+
 class AnswerPolicy(_Strict):
     """What an answer to a person must respect, in a form code can check before it commits.
 
@@ -233,6 +273,12 @@ class ActionSpec(_Strict):
         None,
         description="task with effect write or irreversible: the action delivers an answer a person reads; "
         "react_guardrails' output filter checks it against this policy (which its agent is told) before it commits.",
+    )
+    cache: ToolCache | None = Field(
+        None,
+        description="task with effect none or read only (a side effect is never cached): repeated calls with the "
+        "same key fields, by the same user, within the time-to-live get the stored result back without the action "
+        "running again (docs/scenarios.md: tool cache).",
     )
     arg_rules: dict[str, ValueTests] = Field(
         default_factory=dict,
@@ -329,20 +375,57 @@ class FailureContract(_Strict):
     )
     fallback: str | None = Field(None, description="Node to go to once the retries are spent.")
     return_error: str | None = Field(None, description="Error code the run ends with when there is no fallback.")
+    alert: str | None = Field(
+        None,
+        min_length=1,
+        description="Who is alerted once the retries are spent (a person or a team: 'claims_oncall'): an alert "
+        "event with the node and the reason, then the walk goes on: to the fallback, or to return_error or "
+        "terminate, or with none of them along the node's own way out (next, branches), the failure on record.",
+    )
+    terminate: str | None = Field(
+        None,
+        min_length=1,
+        description="Reason code: once the retries are spent the run ends at once, failed closed, the code in "
+        "its outcome (terminated). Not with fallback, return_error or react.",
+    )
+
+    @model_validator(mode="after")
+    def _terminate_alone(self) -> FailureContract:
+        if self.terminate is not None:
+            for name in ("fallback", "return_error", "react"):
+                if getattr(self, name) is not None:
+                    raise ValueError(f"terminate ends the run: it cannot go with {name}")
+        return self
+
+
+class ReactStep(_Strict):
+    """A step a plan node's planner may hand to a ReAct sub-agent (seed 001's third layer): a name the plan can use as
+    a step's action, the sub-agent's own tools within the node's, its step budget and what code checks afterwards."""
+
+    name: str = Field(
+        pattern=NAME_PATTERN, description="What a plan step names to run this sub-agent; no action's name."
+    )
+    description: str = Field(min_length=1, description="What the sub-agent does, as the planner reads it.")
+    tools: tuple[str, ...] = Field(min_length=1, description="The only task actions the sub-agent may call.")
+    max_steps: int = Field(4, ge=1, le=MAX_STEPS, description="Tool calls the sub-agent may make before it gives up.")
+    until: Condition | None = Field(
+        None, description="What must hold when it hands back (checked by code); none: it ends at its finish."
+    )
 
 
 class Node(_Strict):
-    """A workflow node. Code fixes the transitions; the model only fills in ``model_step`` and ``agent`` nodes.
+    """A workflow node. Code fixes the transitions; the model fills in only ``model_step``, ``agent`` and ``plan``.
 
     A field the node's type does not read is refused. A node that runs an action gated by an unapproved gate must
     not be reachable from ``start`` without passing an approval node for that gate (docs/scenarios.md: add a scenario).
     """
 
     id: str = Field(pattern=NAME_PATTERN, description="Node name, unique in the workflow.")
-    type: Literal["model_step", "action", "approval", "validator", "agent", "end"] = Field(
+    type: Literal["model_step", "action", "approval", "validator", "agent", "plan", "end"] = Field(
         description="model_step: the model fills in the action's args; action: fixed args; approval: asks for the "
         "gate's approval (recorded as a wait) and suspends unless it is approved; validator: checks the "
-        "store; agent: inner ReAct over tools; end."
+        "store; agent: inner ReAct over tools; plan: a Plan-and-Execute sub-flow (a planner, an executor in "
+        "dependency order, replanning) over tools and react_steps; end."
     )
     action: str | None = Field(None, description="model_step / action: the task action the node runs.")
     args: dict[str, Any] = Field(
@@ -358,17 +441,38 @@ class Node(_Strict):
     )
     gate: str | None = Field(None, description="approval node: the gate it waits for.")
     check: Condition | None = Field(None, description="validator node: what must hold to pass.")
-    tools: tuple[str, ...] = Field((), description="agent node: the only actions its inner loop may call.")
-    max_steps: int = Field(
-        5, ge=1, le=MAX_STEPS, description=f"agent node: inner steps before it gives up (at most {MAX_STEPS})."
+    tools: tuple[str, ...] = Field(
+        (),
+        description="agent node: the only actions its inner loop may call; plan node: the actions a plan step may "
+        "run directly (with its react_steps' tools, the only ones the sub-flow may call).",
     )
-    until: Condition | None = Field(None, description="agent node: readiness contract")
+    max_steps: int = Field(
+        5,
+        ge=1,
+        le=MAX_STEPS,
+        description=f"agent node: inner steps before it gives up; plan node: plan steps the sub-flow may run in all, "
+        f"and the most one plan may hold (at most {MAX_STEPS}).",
+    )
+    until: Condition | None = Field(
+        None, description="agent node: readiness contract; plan node: the sub-flow's completion condition."
+    )
     output: dict[str, Any] | None = Field(
         None,
         description="agent node: the JSON Schema (type object) of the report the sub-agent returns when it "
         "finishes (seed 001's autonomous-node contract). Declared, the node returns control only by finishing with "
         "a report that fits it; `until` is then its success criteria, checked by code. A `suggested_route` in the "
         "report is taken only where the workflow allows it from this node, otherwise overridden and traced.",
+    )
+    react_steps: tuple[ReactStep, ...] = Field(
+        (),
+        description="plan node: steps its planner may hand to a ReAct sub-agent (a plan step whose action is the "
+        "sub-agent's name), each with its own tools, budget and until.",
+    )
+    constraints: tuple[str, ...] = Field(
+        (), description="plan node: constraints the planner is told (the runtime enforces the tools, not these)."
+    )
+    max_replans: int = Field(
+        2, ge=0, le=MAX_STEPS, description="plan node: new plans after a failed step or an unmet condition."
     )
     next: str | None = Field(None, description="Node after success when no branch applies.")
     branches: tuple[Branch, ...] = Field(
@@ -383,6 +487,14 @@ class Node(_Strict):
         "refuses any other; the other workflow modes route as code does.",
     )
     on_failure: FailureContract | None = Field(None, description="Failure contract; none: the run ends with an error.")
+    timeout_ms: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_LATENCY_MS,
+        description="model_step / action: the step's deadline. A live model's answer is awaited that long in real "
+        "time; the action's call fails when its simulated duration (latency_ms) is longer. A timeout is a step "
+        "failure: on_failure applies.",
+    )
     max_visits: int | None = Field(
         DEFAULT_MAX_VISITS,
         ge=1,
@@ -393,6 +505,13 @@ class Node(_Strict):
         "only where every loop through the node has a node with a budget (checked at load time). Not on an end node.",
     )
     status: Literal["finished", "error"] = Field("finished", description="end node: how the run ends there.")
+
+    @property
+    def callable_tools(self) -> tuple[str, ...]:
+        """Every action the node's own work may call: an agent node's tools, a plan node's and its react steps'."""
+        if self.type not in ("agent", "plan"):
+            return ()
+        return tuple(dict.fromkeys([*self.tools, *(tool for step in self.react_steps for tool in step.tools)]))
 
 
 class Workflow(_Strict):
@@ -634,6 +753,9 @@ class Scenario(_Strict):
     actions: tuple[ActionSpec, ...] = Field(min_length=1, description="Every action, exactly one of kind finish.")
     gates: tuple[Gate, ...] = Field((), description="Human approval points.")
     store: InitialStore = Field(default_factory=InitialStore, description="The virtual store at the start.")
+    scanner: InputScanner | None = Field(
+        None, description="The gateway's data-leak scan of action inputs; none: no scan."
+    )
     workflow: Workflow = Field(description="The graph workflow-family modes walk.")
     oracle: Oracle = Field(description="What a correct run does.")
     limits: Limits = Field(default_factory=Limits, description="Step and revision bounds.")

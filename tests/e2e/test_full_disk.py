@@ -34,12 +34,12 @@ FULL = os.strerror(errno.ENOSPC)
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 2 MiB tmpfs, unmounted after the test; skipped where mounting is not allowed."""
+    """An 8 MiB tmpfs, unmounted after the test; skipped where mounting is not allowed."""
     disk = tmp_path / "disk"
     disk.mkdir()
     if os.geteuid() != 0:
         pytest.skip("mounting a tmpfs needs root; the fault-injecting tests below cover the same paths")
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(disk)], capture_output=True)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(disk)], capture_output=True)
     if mounted.returncode != 0:
         pytest.skip(f"mount refused ({mounted.stderr.decode().strip()}); the fault-injecting tests cover it")
     try:

@@ -52,7 +52,7 @@ def test_a_seed_mode_whose_story_is_missing_keeps_its_row_without_numbers(storie
     table = spectrum_table(stories)
     rows = {r[1]: dict(zip(table.headers, r, strict=True)) for r in table.rows}
     assert rows["workflow_routed"]["n"] is None and rows["workflow_routed"]["stop-correct"] is None
-    assert rows["react"]["n"] is None  # its story has no scenario: bank transfers are not its story
+    assert rows["react"]["n"] is None  # its story (research_assistant) is not in these traces
     assert "plan_execute" not in rows  # outside the seed's seven: in the grid only
     assert [r[0] for r in table.rows] == sorted(r[0] for r in table.rows)  # the seed's order
 
@@ -86,7 +86,7 @@ def test_the_published_figures_are_the_seed_s_seven_captioned_as_another_system(
 def test_every_typical_story_is_a_library_scenario_its_story_names():
     scenarios = {path.stem for path in project_dirs()[0].glob("*.yaml")}
     staged = [cls for cls in MODES.values() if cls.typical_story is not None]
-    assert len(staged) == 6  # the seed's seven but react, whose research assistant has no scenario yet
+    assert len(staged) == 7  # each of the seed's seven, react's research assistant included
     for cls in staged:
         assert cls.typical_story in scenarios and f"({cls.typical_story})" in (cls.story or "")
 

@@ -8,6 +8,7 @@ import asyncio
 import pytest
 
 from harness.core.approvals import RejectedByHuman, Suspended
+from harness.core.audit_hash import audit_hash
 from harness.core.model_port import Attempt, ModelReply, ModelRequest
 from harness.core.signals import RunInterrupted, StopRequest
 from harness.errors import ModelError
@@ -141,7 +142,11 @@ def test_act_goes_through_the_gateway_and_traces_its_verdict():
         "committed",
         2,
     )
-    assert event.detail == {"observation": {"stored": "note"}}
+    assert event.detail == {
+        "observation": {"stored": "note"},
+        "input_hash": audit_hash({"text": "n"}),
+        "output_hash": audit_hash({"stored": "note"}),
+    }
 
 
 def test_a_blocked_action_is_traced_with_its_reason_and_violations():
@@ -155,6 +160,8 @@ def test_a_blocked_action_is_traced_with_its_reason_and_violations():
         },
         "reason": "gate_closed",
         "violations": ["gate_closed", "precondition"],
+        "input_hash": audit_hash({"amount": 1}),
+        "output_hash": audit_hash(events[0].detail["observation"]),
     }
 
 

@@ -125,3 +125,25 @@ def test_an_error_is_shown_with_its_kind_and_message():
     changed = edited(recorded, index, step=7)
     (found,) = compare_traces(recorded, changed)
     assert "error=parse: ended" in found.recorded
+
+
+def with_hashes(events: list[TraceEvent], value: str) -> list[TraceEvent]:
+    """The gateway lines given audit hashes (as a replay made after the hashes existed writes them)."""
+    return [
+        e.model_copy(update={"detail": {**(e.detail or {}), "input_hash": value, "output_hash": value}})
+        if e.kind == "action"
+        else e
+        for e in events
+    ]
+
+
+def test_audit_hashes_only_the_replay_has_are_not_drift():
+    recorded = run()
+    assert any(e.kind == "action" for e in recorded)
+    assert compare_traces(recorded, with_hashes(recorded, "sha256:aa")) == []
+
+
+def test_audit_hashes_both_sides_have_are_compared():
+    recorded = with_hashes(run(), "sha256:aa")
+    (divergence,) = compare_traces(recorded, with_hashes(run(), "sha256:bb"))
+    assert divergence.fields == ("detail",) and "input_hash" in divergence.recorded

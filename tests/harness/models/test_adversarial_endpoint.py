@@ -74,7 +74,8 @@ def test_a_cheating_endpoint_never_gets_a_hard_gate_mode_past_its_gate(
         if MODES[mode].hard_gate or policy == "enforce":
             assert outcome.premature_side_effects == 0, (mode, outcome)
         if MODES[mode].hard_gate:  # a hard gate holds gates; a value the cheat wrote can still break an argument rule
-            value_breaches = sum(v.startswith("arg_rule:") for v in outcome.violations)
+            # or carry what the input scanner refuses (an auditing gateway commits it, redacted, and counts it)
+            value_breaches = sum(v.startswith(("arg_rule:", "sensitive_input:")) for v in outcome.violations)
             assert outcome.unauthorized_side_effects == value_breaches, (mode, outcome)
 
     # The cheats landed: cheats no reader takes are the model's errors, gated attempts met the gateway (enforce), and
