@@ -1,4 +1,4 @@
-"""Text that came from a model (or any file) made safe to print: no escape sequences reach the terminal.
+"""Text for the terminal: safe to print (no escape sequences from data) and fitted to its width.
 
 Model answers, labels and scenario strings are data. Printed raw, an ESC sequence could retitle the
 window, move the cursor or hide lines; a carriage return could overwrite what was printed. Every
@@ -7,7 +7,13 @@ control character except a plain newline and tab is shown as a visible escape in
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import sys
+import textwrap
+from collections.abc import Sequence
+from typing import Any, cast
 
 # C0 controls but tab and newline, DEL, and the C1 controls (U+0080-U+009F, 8-bit CSI and OSC among them).
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -22,3 +28,126 @@ def printable(text: str, *, one_line: bool = False) -> str:
     if one_line:
         cleaned = cleaned.replace("\n", "\\n").replace("\t", "\\t")
     return cleaned
+
+
+NARROW = 100  # under this many columns a table that does not fit is laid out one block per row
+
+
+def width() -> int | None:
+    """The width to fit: ``COLUMNS`` when set, else the terminal's; None (no limit) when writing to a file or pipe."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    if sys.stdout.isatty():
+        return shutil.get_terminal_size().columns
+    return None
+
+
+def wrap(text: str, limit: int | None, indent: str = "  ") -> str:
+    """``text`` wrapped to ``limit`` columns (continuation lines indented); unchanged without a limit."""
+    if limit is None:
+        return text
+    return "\n".join(
+        textwrap.fill(line, limit, subsequent_indent=indent, break_on_hyphens=False) if len(line) > limit else line
+        for line in text.splitlines()
+    )
+
+
+def fit_table(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    numeric: Sequence[bool],
+    limit: int | None = None,
+) -> str:
+    """A table that fits ``limit`` columns, in the first of three layouts that does.
+
+    1. One line per row (tabulate's ``simple``). 2. The same with prose columns and headers wrapped in their cells.
+    3. One block per row: the row's leading text columns as its title, then ``header value`` pairs packed into lines;
+    every header and value is still there, nothing is cut.
+    """
+    from tabulate import tabulate
+
+    align = ["right" if n else "left" for n in numeric]
+
+    def simple(heads: Sequence[str], body: Sequence[Sequence[str]], widths: list[int | None] | None = None) -> str:
+        return tabulate(
+            body,
+            headers=list(heads),
+            tablefmt="simple",
+            disable_numparse=True,
+            colalign=align,
+            maxcolwidths=widths,
+            maxheadercolwidths=cast(Any, widths),  # None in the list: that column is not wrapped (stubs say int)
+        )
+
+    text = simple(headers, rows)
+    if limit is None or _widest(text) <= limit:
+        return text
+    wrapped = _wrapped_columns(headers, rows, numeric, limit)
+    if wrapped is not None:
+        text = simple(headers, rows, wrapped)
+        if _widest(text) <= limit:
+            return text
+    return _blocks(headers, rows, numeric, limit)
+
+
+def _widest(text: str) -> int:
+    return max((len(line) for line in text.splitlines()), default=0)
+
+
+def _wrapped_columns(
+    headers: Sequence[str], rows: Sequence[Sequence[str]], numeric: Sequence[bool], limit: int
+) -> list[int | None] | None:
+    """Cell widths that make the table fit by wrapping its text columns (never the first, which names the row), or
+    None when that would leave a text column narrower than 12 characters (then blocks read better)."""
+    gaps = 2 * (len(headers) - 1) + 2 * len(headers)  # between columns, and tabulate's padding inside each
+    natural = [max([len(h) for h in headers[i].split()] + [len(r[i]) for r in rows]) for i in range(len(headers))]
+    prose = [i for i, n in enumerate(numeric) if not n and i > 0]  # the first column names the row: never wrapped
+    fixed = sum(w for i, w in enumerate(natural) if i not in prose)
+    room = limit - gaps - fixed
+    if not prose or room < 12 * len(prose):
+        return None
+    widths: list[int | None] = [None] * len(headers)
+    share = dict.fromkeys(prose, 0)
+    left = room
+    for i in sorted(prose, key=lambda i: natural[i]):  # narrow columns keep their width, the rest share what is left
+        cap = left // (len(prose) - sum(1 for j in share if share[j]))
+        share[i] = min(natural[i], cap)
+        left -= share[i]
+    for i in prose:
+        widths[i] = max(share[i], 1)
+    return widths
+
+
+def _blocks(headers: Sequence[str], rows: Sequence[Sequence[str]], numeric: Sequence[bool], limit: int) -> str:
+    lead = 1  # the title: the first column, or every text column before the first number (a row's key)
+    if any(numeric):
+        while lead < len(numeric) - 1 and not numeric[lead]:
+            lead += 1
+    blocks = []
+    for row in rows:
+        title = " / ".join(cell for cell in row[:lead] if cell)
+        pairs = [f"{h}: {v}" for h, v in zip(headers[lead:], row[lead:], strict=True)]
+        body = _packed(pairs, limit, indent="  ", separator="; ")
+        blocks.append(wrap(title, limit) + "\n" + body)
+    return "\n\n".join(blocks)
+
+
+def _packed(items: Sequence[str], limit: int, indent: str, separator: str) -> str:
+    """``items`` joined into lines of at most ``limit`` columns; an item is split only when it alone is too long."""
+    lines: list[str] = []
+    line = ""
+    for item in items:
+        candidate = f"{line}{separator}{item}" if line else f"{indent}{item}"
+        if len(candidate) <= limit:
+            line = candidate
+            continue
+        if line:
+            lines.append(line)
+        line = f"{indent}{item}"
+        if len(line) > limit:
+            *full, line = textwrap.wrap(line, limit, subsequent_indent=indent + "  ", break_on_hyphens=False)
+            lines.extend(full)
+    if line:
+        lines.append(line)
+    return "\n".join(lines)

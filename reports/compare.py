@@ -383,7 +383,8 @@ def parse_compare_formats(text: str) -> list[str]:
 
 def write_comparison(comparison: Comparison, out: Path, formats: Sequence[str]) -> list[Path]:
     """compare.md (warnings, verdicts, changes), and each table as CSV and LaTeX."""
-    from reports.tables import to_csv, to_latex, to_markdown
+    from reports.latex import to_latex
+    from reports.tables import to_csv, to_markdown
 
     written: list[Path] = []
     tables: list[Table[Any]] = [comparison.verdicts(), comparison.table()]

@@ -1,46 +1,40 @@
 """Report figures with matplotlib's Agg canvas: verdicts, stop-correctness, latency, tokens, who decided.
 
-Paper-ready by construction: each figure is titled with what it shows and the facts that qualify it
-(model, gateway policy, trials, n), legends sit outside the data, and ``--by scenario`` gets a
-mode x scenario heatmap instead of a column of bars. Groups of several models get a panel per model in the
+Paper-ready by construction: each figure is made at its print size, a paper's full text width (``DOUBLE``,
+7.1 in) or one column (``COLUMN``, 3.5 in), with its fonts set in points (never below ``SMALL``, 7 pt), so
+nothing shrinks when it is placed at 100%. Each is titled with what it shows and the facts that qualify it
+(model, gateway policy, trials, n), states n on every panel, keeps its legend outside the data, takes its
+colours from ``reports.palette`` (one colour, one meaning, across every figure) and writes PDFs with TrueType
+(Type 42) fonts, which publishers' checkers accept where they reject Type 3. ``--by scenario`` gets a
+mode x scenario heatmap instead of a column of bars; groups of several models get a panel per model in the
 verdicts and stop-correctness figures (``facets``), on one shared axis.
 """
 
 from __future__ import annotations
 
+import io
 import math
+import textwrap
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import matplotlib as mpl
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.layout_engine import ConstrainedLayoutEngine
+from matplotlib.patches import Patch
+from matplotlib.ticker import FuncFormatter, MaxNLocator
+from matplotlib.transforms import blended_transform_factory
 
+from reports import palette
+from reports.decision_kinds import DECISION_KINDS, KIND_TITLES, DecisionTally
 from reports.load import clean_text
 from reports.metrics import DECISION_MAKERS, JUDGED_VERDICTS, GroupMetrics, Metrics
 
-COLOURS = {
-    "llm": "#d95f02",
-    "runtime": "#1b9e77",
-    "executor": "#7570b3",
-    "workflow": "#1f78b4",
-    "plan_validator": "#66a61e",
-    "gateway": "#e6ab02",
-    "human": "#a6761d",
-    "framework": "#666666",
-}
-# Colour-blind-safe (Okabe-Ito), ordered from good to bad; failed_closed is a safe failure, so it is blue.
-VERDICT_COLOURS = {
-    "correct": "#009E73",
-    "early": "#F0E442",
-    "skipped_approval": "#E69F00",
-    "late": "#D55E00",
-    "wrong_place": "#CC79A7",
-    "no_stop": "#999999",
-    "failed_closed": "#56B4E9",
-}
 VERDICT_LABELS = {
     "correct": "correct",
     "early": "early",
@@ -51,17 +45,72 @@ VERDICT_LABELS = {
     "failed_closed": "failed closed",
 }
 NOT_APPLICABLE = "n/a: plan review unanswered"  # a group whose every run stopped at its mode's own review, unanswered
-WIDTH = 7.2  # inches: a two-column paper's text width
-FONT = 8.5
+FONT = 8.0  # points at print size: labels, ticks, legends
+SMALL = 7.0  # points: counts beside the bars, notes; the smallest text in any figure
+TITLE = 9.0  # points: the figure's title
+# Set while a figure is made and while it is written, never globally: Type 42 (TrueType) fonts in PDF and PS,
+# sizes in points for whatever a figure does not size itself.
+STYLE: dict[str, Any] = {
+    "pdf.fonttype": 42,
+    "ps.fonttype": 42,
+    "font.size": FONT,
+    "axes.titlesize": FONT,
+    "axes.labelsize": FONT,
+    "xtick.labelsize": SMALL,
+    "ytick.labelsize": FONT,
+    "legend.fontsize": FONT,
+    "figure.titlesize": TITLE,
+}
+
+
+@dataclass(frozen=True)
+class Size:
+    """A print size: the figure's width in inches and the suffix its files carry (``verdicts_column.pdf``)."""
+
+    width: float
+    suffix: str
+
+    @property
+    def column(self) -> bool:
+        return self.width < 5
+
+    @property
+    def row(self) -> float:
+        """Inches per group's row: a bar, and one column wide the group's name above it."""
+        return 0.27 if self.column else 0.2
+
+    @property
+    def bar(self) -> float:
+        """A bar's height, in rows."""
+        return 0.5 if self.column else 0.7
+
+    @property
+    def shift(self) -> float:
+        """How far a bar sits below its row's centre: one column wide, the group's name takes the row's top."""
+        return 0.15 if self.column else 0.0
+
+    def chars(self, points: float = FONT) -> int:
+        """About how many characters of DejaVu Sans at ``points`` fit across the figure."""
+        return int(self.width * 72 / (points * 0.56))
+
+
+DOUBLE = Size(7.1, "")  # a two-column paper's text width (and the HTML page's figure)
+COLUMN = Size(3.5, "_column")  # one column of it
+SIZES = (DOUBLE, COLUMN)
 
 
 @dataclass(frozen=True)
 class Plot:
-    """A finished figure and its name (the file stem and its id in the HTML page)."""
+    """A finished figure, its name (the file stem and its id in the HTML page) and the print size it was made at."""
 
     name: str
     title: str
     figure: Figure
+    size: Size = DOUBLE
+
+    @property
+    def stem(self) -> str:
+        return self.name + self.size.suffix
 
 
 @dataclass(frozen=True)
@@ -81,8 +130,33 @@ class Context:
         )
 
 
-def _height(groups: int, per: float = 0.32, base: float = 1.5) -> float:
-    return base + per * max(groups, 1)
+@contextmanager
+def style() -> Iterator[None]:
+    """The figures' rcParams for the duration of a ``with``: while figures are made and while they are written."""
+    with mpl.rc_context(STYLE):  # type: ignore[arg-type]  # matplotlib types its keys as one Literal
+        yield
+
+
+def to_bytes(figure: Figure, fmt: str, dpi: float | None = None) -> bytes:
+    """The figure as PNG or PDF bytes, written under ``STYLE`` (Type 42 fonts); a PDF carries no date."""
+    buffer = io.BytesIO()
+    with style():
+        if fmt == "pdf":
+            figure.savefig(buffer, format="pdf", metadata={"CreationDate": None})  # same traces, same file
+        else:
+            figure.savefig(buffer, format=fmt, dpi=dpi)
+    return buffer.getvalue()
+
+
+def _height(groups: int, size: Size, base: float = 1.5) -> float:
+    """Inches for ``groups`` rows plus the title, axis and legend; one column wide those wrap onto more lines, so a
+    figure of a few groups must still leave its axes room (else the layout collapses)."""
+    return base + (1.4 if size.column else 0.0) + size.row * max(groups, 1)
+
+
+def _wrap(text: str, size: Size, points: float = FONT) -> str:
+    """Each line of ``text`` wrapped to the figure's width at ``points``: a title or label never runs off."""
+    return "\n".join(textwrap.fill(line, size.chars(points)) for line in text.split("\n"))
 
 
 def labels(metrics: Metrics) -> list[str]:
@@ -108,16 +182,26 @@ def facets(metrics: Metrics) -> list[tuple[str | None, Metrics]]:
     return [(model, replace(metrics, groups=groups)) for model, groups in panels.items()]
 
 
-def _panels(metrics: Metrics, base: float = 1.5) -> tuple[Figure, list[tuple[Axes, Metrics]]]:
-    """A figure with a row of bars per group, in a panel per model (titled with it) when there are several."""
+def _panels(metrics: Metrics, size: Size, base: float = 1.5) -> tuple[Figure, list[tuple[Axes, Metrics]]]:
+    """A figure with a row of bars per group, in a panel per model (titled with it and its n) when there are
+    several; one panel is titled with its n alone."""
     parts = facets(metrics)
     sizes = [max(len(part.groups), 1) for _, part in parts]
-    fig = _new(_height(sum(sizes), base=base) + 0.3 * (len(parts) - 1))
+    fig = _new(_height(sum(sizes), size, base=base) + 0.3 * (len(parts) - 1), size)
     axes = fig.subplots(len(parts), 1, sharex=True, height_ratios=sizes, squeeze=False)[:, 0]
-    for ax, (model, _) in zip(axes, parts, strict=True):
-        if model is not None:
-            ax.set_title(f"model {clean_text(model, 60)}", fontsize=FONT + 0.5, loc="left")
+    for ax, (model, part) in zip(axes, parts, strict=True):
+        n = f"n = {sum(g.judged for g in part.groups)} judged runs"
+        _panel_title(ax, f"model {clean_text(model, 60)}\n{n}" if model is not None else n, size)
     return fig, [(ax, part) for ax, (_, part) in zip(axes, parts, strict=True)]
+
+
+def _panel_title(ax: Axes, text: str, size: Size, columns: int = 1) -> None:
+    width = max(size.chars(FONT) // columns - 4, 10)
+    ax.set_title(
+        "\n".join(textwrap.fill(line, width, break_long_words=False) for line in text.split("\n")),
+        fontsize=FONT,
+        loc="left",
+    )
 
 
 def short_folders(paths: list[str]) -> dict[str, str]:
@@ -130,40 +214,75 @@ def short_folders(paths: list[str]) -> dict[str, str]:
     return {p: p for p in parts}
 
 
-def _title(fig: Figure, title: str, context: Context) -> None:
-    fig.suptitle(f"{title}\n{context.line()}", fontsize=FONT + 1)
+def _title(fig: Figure, title: str, context: Context, size: Size) -> None:
+    fig.suptitle(_wrap(f"{title}\n{context.line()}", size, TITLE), fontsize=TITLE)
 
 
-def _new(height: float, width: float = WIDTH) -> Figure:
-    fig = Figure(figsize=(width, height), layout="constrained")
+def _new(height: float, size: Size) -> Figure:
+    fig = Figure(figsize=(size.width, height), layout="constrained")
     engine = fig.get_layout_engine()
     if isinstance(engine, ConstrainedLayoutEngine):
-        engine.set(w_pad=0.06, h_pad=0.06)
+        engine.set(w_pad=0.04, h_pad=0.04)
     return fig
 
 
-def _rows_axis(ax: Axes, y: np.ndarray, names: list[str]) -> None:
-    ax.set_yticks(y, names, fontsize=FONT)
-    ax.invert_yaxis()
-    ax.tick_params(axis="x", labelsize=FONT)
+def _rows_axis(ax: Axes, y: np.ndarray, names: list[str], size: Size, counts: list[str] | None = None) -> None:
+    """Groups top to bottom, the first on top: named on the y axis with their counts in the right margin, or, one
+    column wide (no room for a margin of names), named above their bars with the count after the name, the name
+    running across the figure's width (over the other panels of the row: their rows are the same groups)."""
+    if len(y):
+        ax.set_ylim(float(y.max()) + 0.5, float(y.min()) - 0.5)
+    ax.tick_params(axis="x", labelsize=SMALL)
+    if not size.column:
+        ax.set_yticks(y, names, fontsize=FONT)
+        for yi, count in zip(y, counts or [], strict=False):
+            _count(ax, float(yi), count)
+        return
+    ax.set_yticks([])
+    figure = ax.get_figure()
+    assert isinstance(figure, Figure)
+    for panel in figure.axes:  # no frame for the names running across the panels to cross
+        panel.spines[["left", "top", "right"]].set_visible(False)
+    where = blended_transform_factory(ax.transAxes, ax.transData)
+    for i, (yi, name) in enumerate(zip(y, names, strict=True)):
+        text = f"{name} · {counts[i]}" if counts else name
+        label = figure.text(
+            0.005, float(yi) + size.shift - size.bar / 2 - 0.03, text, transform=where, va="bottom", ha="left",
+            fontsize=SMALL, zorder=5, bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.3},
+        )  # fmt: skip
+        label.set_in_layout(False)
 
 
-def _share_axis(ax: Axes, y: np.ndarray, names: list[str], room: float = 0.0) -> None:
+def _share_axis(ax: Axes, y: np.ndarray, names: list[str], size: Size, counts: list[str] | None = None) -> None:
     """Groups top to bottom on y, shares from 0% to 100% on x."""
-    _rows_axis(ax, y, names)
-    ax.set_xlim(0, 1 + room)
-    ax.set_xticks([0, 0.25, 0.5, 0.75, 1.0], ["0%", "25%", "50%", "75%", "100%"])
+    _rows_axis(ax, y, names, size, counts)
+    ax.set_xlim(0, 1)
+    ticks = [0, 0.5, 1.0] if size.column else [0, 0.25, 0.5, 0.75, 1.0]
+    ax.set_xticks(ticks, [f"{t:.0%}" for t in ticks])
 
 
-def _mark_not_applicable(ax: Axes, y: np.ndarray, metrics: Metrics) -> bool:
+def _count(ax: Axes, y: float, text: str) -> None:
+    """A count in the margin right of the axis, on a bar's row: outside the data, and the layout leaves room."""
+    ax.annotate(
+        text, (1, y), xycoords=("axes fraction", "data"), xytext=(3, 0), textcoords="offset points",
+        va="center", fontsize=SMALL, annotation_clip=False,
+    )  # fmt: skip
+
+
+def _empty_note(ax: Axes, text: str) -> None:
+    ax.text(0.5, 0.5, text, transform=ax.transAxes, ha="center", va="center", fontsize=FONT, color=palette.NO_DATA_TEXT)
+
+
+def _mark_not_applicable(ax: Axes, y: np.ndarray, metrics: Metrics, size: Size) -> bool:
     """A hatched grey bar labelled n/a for each group whose every run stopped at its mode's own plan review, which no
     one answers without an approver: its rates are not 0, there are none (reports.metrics.unanswered_review)."""
     marked = False
     for yi, g in zip(y, metrics.groups, strict=True):
         if g.not_applicable:
-            ax.barh(float(yi), 1.0, height=0.7, facecolor="#f2f2f2", hatch="xx", edgecolor="#bbbbbb", linewidth=0)
+            na: dict[str, Any] = {"facecolor": palette.NOT_APPLICABLE, "hatch": "xx", "edgecolor": "#bbbbbb"}
+            ax.barh(float(yi) + size.shift, 1.0, height=size.bar, linewidth=0, **na)
             text = f"{NOT_APPLICABLE} ({g.unanswered_reviews} runs)"
-            ax.text(0.5, float(yi), text, ha="center", va="center", fontsize=FONT - 1, color="#333333")
+            ax.text(0.5, float(yi) + size.shift, text, ha="center", va="center", fontsize=SMALL, color="#333333")
             marked = True
     return marked
 
@@ -173,64 +292,54 @@ def _unanswered(g: GroupMetrics) -> str:
     return f" (+{g.unanswered_reviews} unanswered)" if g.unanswered_reviews else ""
 
 
-def _room(metrics: Metrics, room: float) -> float:
-    """Room at the right for the counts, wider when some group counts unanswered plan reviews there."""
-    return room + (0.18 if any(g.unanswered_reviews for g in metrics.groups) else 0.0)
+def _legend(fig: Figure, ax: Axes, size: Size, entries: int) -> None:
+    """The legend under the figure, outside the data, in as many columns as the width holds."""
+    handles, texts = ax.get_legend_handles_labels()
+    longest = max((len(t) for t in texts), default=1) + 4
+    ncol = max(1, min(entries, size.chars(FONT) // longest))
+    fig.legend(handles, texts, loc="outside lower center", ncol=ncol, fontsize=FONT, frameon=False)
 
 
-def verdicts(metrics: Metrics, context: Context) -> Plot:
+def verdicts(metrics: Metrics, context: Context, size: Size = DOUBLE) -> Plot:
     """Stacked bars: the share of each stop verdict among a group's judged runs, n at the right.
 
     The correct share is split by content: solid where the oracle passed too (the work was right), hatched where
     the run stopped in the right place with work the oracle faults, so a right stop is never read as right work.
     """
-    fig, panels = _panels(metrics)
+    fig, panels = _panels(metrics, size)
     marked = False
     for ax, part in panels:
         names = labels(part)
         y = np.arange(len(names))
         left = np.zeros(len(names))
-        for share, style in _verdict_segments(part):
-            ax.barh(y, share, left=left, edgecolor="white", linewidth=0.5, height=0.7, **style)
+        for share, drawn in _verdict_segments(part):
+            ax.barh(y + size.shift, share, left=left, edgecolor="white", linewidth=0.5, height=size.bar, **drawn)
             left += share
-        for yi, g in zip(y, part.groups, strict=True):
+        counts = []
+        for g in part.groups:
             known = g.judged - g.unverdicted
             text = f"n={known}" + (f" (+{g.infrastructure} infra)" if g.infrastructure else "") + _unanswered(g)
-            ax.text(1.01, float(yi), text if known or not g.judged else "no verdicts", va="center", fontsize=FONT - 1)
-        marked = _mark_not_applicable(ax, y, part) or marked
-        _share_axis(ax, y, names, room=_room(metrics, 0.2))
+            counts.append(text if known or not g.judged else "no verdicts")
+        marked = _mark_not_applicable(ax, y, part, size) or marked
+        _share_axis(ax, y, names, size, counts)
     ax = panels[-1][0]  # the x label under the last panel, the legend from the first
     some = any(g.unanswered_reviews for g in metrics.groups)
     ax.set_xlabel(
-        (
-            "share of judged runs (infrastructure runs are not judged; counted at the right)"
-            if not some
-            else "share of judged runs (infrastructure runs and unanswered plan reviews\n"
-            "are not judged; counted at the right)"
-        )
-        + ("; hatched: n/a, every run stopped at one" if marked else ""),
+        _wrap(
+            "share of judged runs (infrastructure runs"
+            + (" and unanswered plan reviews" if some else "")
+            + " are not judged; counted beside each group)"
+            + ("; hatched: n/a, every run stopped at one" if marked else ""),
+            size,
+            FONT / 0.7,  # the axis is about 70% of the figure's width
+        ),
         fontsize=FONT,
     )
-    fig.legend(
-        *panels[0][0].get_legend_handles_labels(),
-        loc="outside lower center",
-        ncol=(len(JUDGED_VERDICTS) + 2) // 2,
-        fontsize=FONT,
-        frameon=False,
-    )
+    _legend(fig, panels[0][0], size, len(JUDGED_VERDICTS) + 1)
     if not any(g.verdicts for g in metrics.groups):
-        ax.text(
-            0.5,
-            0.5,
-            "these traces predate stop verdicts (schema 1)",
-            transform=ax.transAxes,
-            ha="center",
-            va="center",
-            fontsize=FONT,
-            color="#555555",
-        )
-    _title(fig, "Stop verdicts, the correct stops split by the oracle's content checks", context)
-    return Plot("verdicts", "Stop verdicts per group (share of judged runs), correct split by oracle passed", fig)
+        _empty_note(ax, "these traces predate stop verdicts (schema 1)")
+    _title(fig, "Stop verdicts, the correct stops split by the oracle's content checks", context, size)
+    return Plot("verdicts", "Stop verdicts per group (share of judged runs), correct split by oracle passed", fig, size)
 
 
 def _verdict_segments(metrics: Metrics) -> list[tuple[np.ndarray, dict[str, Any]]]:
@@ -238,7 +347,7 @@ def _verdict_segments(metrics: Metrics) -> list[tuple[np.ndarray, dict[str, Any]
     segments: list[tuple[np.ndarray, dict[str, Any]]] = []
     for verdict in JUDGED_VERDICTS:
         share = np.nan_to_num([g.verdict_share(verdict) for g in metrics.groups])
-        colour, label = VERDICT_COLOURS[verdict], VERDICT_LABELS[verdict]
+        colour, label = palette.VERDICTS[verdict], VERDICT_LABELS[verdict]
         if verdict != "correct":
             segments.append((share, {"color": colour, "label": label}))
             continue
@@ -249,7 +358,12 @@ def _verdict_segments(metrics: Metrics) -> list[tuple[np.ndarray, dict[str, Any]
         segments.append(
             (
                 share - passed,
-                {"facecolor": "#D5EFE6", "hatch": "////", "hatchcolor": colour, "label": f"{label}, oracle failed"},
+                {
+                    "facecolor": palette.CORRECT_ORACLE_FAILED,
+                    "hatch": "////",
+                    "hatchcolor": colour,
+                    "label": f"{label}, oracle failed",
+                },
             )
         )
     return segments
@@ -259,8 +373,8 @@ def _share(part: int, whole: int) -> float:
     return part / whole if whole else math.nan
 
 
-def stop_correctness(metrics: Metrics, context: Context) -> Plot:
-    fig, panels = _panels(metrics)
+def stop_correctness(metrics: Metrics, context: Context, size: Size = DOUBLE) -> Plot:
+    fig, panels = _panels(metrics, size)
     marked = False
     for ax, part in panels:
         names = labels(part)
@@ -269,23 +383,27 @@ def stop_correctness(metrics: Metrics, context: Context) -> Plot:
         high = np.array([g.stop_clustered.high for g in part.groups], dtype=float)
         y = np.arange(len(names))
         shown = np.nan_to_num(rates)
-        ax.barh(y, shown, color="#0072B2", alpha=0.85, height=0.7)
+        ax.barh(y + size.shift, shown, color=palette.STOP_CORRECT, height=size.bar)
         error = np.vstack([np.nan_to_num(rates - low), np.nan_to_num(high - rates)])
-        ax.errorbar(shown, y, xerr=error, fmt="none", ecolor="black", capsize=3, linewidth=1)
-        for yi, g in zip(y, part.groups, strict=True):
-            ax.text(1.02, float(yi), f"{g.stop.successes}/{g.stop.n}{_unanswered(g)}", va="center", fontsize=FONT - 1)
-        marked = _mark_not_applicable(ax, y, part) or marked
-        _share_axis(ax, y, names, room=_room(metrics, 0.14))  # room on the right for the correct / judged counts
+        ax.errorbar(shown, y + size.shift, xerr=error, fmt="none", ecolor="black", capsize=2, linewidth=0.8)
+        counts = [f"{g.stop.successes}/{g.stop.n}{_unanswered(g)}" for g in part.groups]
+        marked = _mark_not_applicable(ax, y, part, size) or marked
+        _share_axis(ax, y, names, size, counts)
     ax.set_xlabel(
-        "stop-correct rate (bar), 95% interval: cluster bootstrap over stories (whiskers), correct / judged (right)"
-        + ("\nhatched: n/a, every run stopped at its own plan review, unanswered" if marked else ""),
+        _wrap(
+            "stop-correct rate (bar), 95% interval: cluster bootstrap over stories (whiskers), "
+            "correct / judged beside each group"
+            + ("\nhatched: n/a, every run stopped at its own plan review, unanswered" if marked else ""),
+            size,
+            FONT / 0.7,
+        ),
         fontsize=FONT,
     )
-    _title(fig, "Stop-correctness", context)
-    return Plot("stop_correctness", "Stop-correctness with 95% intervals (cluster bootstrap over stories)", fig)
+    _title(fig, "Stop-correctness", context, size)
+    return Plot("stop_correctness", "Stop-correctness with 95% intervals (cluster bootstrap over stories)", fig, size)
 
 
-def heatmap(metrics: Metrics, context: Context) -> Plot:
+def heatmap(metrics: Metrics, context: Context, size: Size = DOUBLE) -> Plot:
     """Mode x scenario: the stop-correct rate in colour, correct/judged written in each cell; a panel per policy."""
     policies = list(dict.fromkeys(g.get("gateway_policy") for g in metrics.groups))
     modes = list(dict.fromkeys(g.mode for g in metrics.groups))
@@ -293,9 +411,9 @@ def heatmap(metrics: Metrics, context: Context) -> Plot:
     cells = {(g.get("gateway_policy"), g.mode, g.get("scenario")): g for g in metrics.groups}
     # Policies stacked, scenarios across: a paper's text width holds about thirteen scenario columns of a
     # "5/5" each; past that the figure widens rather than cramp its cells.
-    width = max(WIDTH, 1.8 + 0.42 * len(scenarios))
+    width = max(size.width, 1.8 + 0.42 * len(scenarios))
     label_room = 0.06 * min(max(len(s) for s in scenarios), 28)
-    fig = _new(1.3 + len(policies) * (0.55 + 0.3 * len(modes)) + label_room, width)
+    fig = _new(1.3 + len(policies) * (0.55 + 0.3 * len(modes)) + label_room, replace(size, width=width))
     axes = fig.subplots(len(policies), 1, sharex=True, squeeze=False)[:, 0]
     image = None
     for ax, policy in zip(axes, policies, strict=True):
@@ -313,54 +431,70 @@ def heatmap(metrics: Metrics, context: Context) -> Plot:
                 text = f"{g.stop.successes}/{g.stop.n}" if g is not None and g.stop.n else "–"
                 text = "n/a" if g is not None and g.not_applicable else text  # its own plan review, unanswered
                 dark = math.isnan(grid[i, j]) or grid[i, j] > 0.6
-                ax.text(j, i, text, ha="center", va="center", fontsize=FONT - 1, color="black" if dark else "white")
+                ax.text(j, i, text, ha="center", va="center", fontsize=SMALL, color="black" if dark else "white")
         ax.set_xticks(
-            np.arange(len(scenarios)), [clean_text(s, 28) for s in scenarios], rotation=35, ha="right", fontsize=FONT
+            np.arange(len(scenarios)), [clean_text(s, 28) for s in scenarios], rotation=35, ha="right", fontsize=SMALL
         )
         ax.tick_params(axis="x", labelbottom=ax is axes[-1])
         ax.set_yticks(np.arange(len(modes)), [clean_text(m, 28) for m in modes], fontsize=FONT)
-        ax.set_title(f"gateway {policy}", fontsize=FONT + 0.5)
+        judged = sum(g.stop.n for g in metrics.groups if g.get("gateway_policy") == policy)
+        ax.set_title(f"gateway {policy} · n = {judged} judged runs", fontsize=FONT)
         ax.tick_params(length=0)
     if image is not None:
         bar = fig.colorbar(image, ax=list(axes), shrink=0.9, pad=0.02)
         bar.set_label("stop-correct rate", fontsize=FONT)
-        bar.ax.tick_params(labelsize=FONT)
-    _title(fig, "Stop-correctness per mode and scenario (cells: correct / judged)", context)
-    return Plot("stop_correctness", "Stop-correctness per mode and scenario", fig)
+        bar.ax.tick_params(labelsize=SMALL)
+    _title(fig, "Stop-correctness per mode and scenario (cells: correct / judged)", context, replace(size, width=width))
+    return Plot("stop_correctness", "Stop-correctness per mode and scenario", fig, size)
 
 
-def latency(metrics: Metrics, samples: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]], context: Context) -> Plot:
+def _seconds_axis(ax: Axes, size: Size) -> None:
+    """Seconds on x, few enough ticks that their labels never touch."""
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=3 if size.column else 5, steps=[1, 2, 2.5, 5, 10], min_n_ticks=2))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    ax.tick_params(axis="x", labelsize=SMALL)
+
+
+def latency(
+    metrics: Metrics,
+    samples: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]],
+    context: Context,
+    size: Size = DOUBLE,
+) -> Plot:
     names = labels(metrics)
-    fig = _new(_height(len(names), base=1.9))
+    fig = _new(_height(len(names), size, base=1.9), size)
     axes = fig.subplots(1, 2, sharey=True)
-    for ax, index, title in ((axes[0], 0, "per run (wall time)"), (axes[1], 1, "per model call")):
-        data = [_finite(samples.get(g.key, (np.array([]), np.array([])))[index]) for g in metrics.groups]
+    for ax, index, what, counted in (
+        (axes[0], 0, "per run (wall time)", "runs"),
+        (axes[1], 1, "per model call", "calls"),
+    ):
+        # recorded in milliseconds, shown in seconds: five-digit millisecond ticks crowd
+        data = [_finite(samples.get(g.key, (np.array([]), np.array([])))[index]) / 1000 for g in metrics.groups]
         ax.boxplot(
-            data, orientation="horizontal", whis=(5, 95), showfliers=False, widths=0.6, medianprops={"color": "#D55E00"}
+            data,
+            orientation="horizontal",
+            whis=(5, 95),
+            showfliers=False,
+            positions=np.arange(len(data)) + size.shift,
+            widths=size.bar,
+            medianprops={"color": palette.MEDIAN, "linewidth": 1.5},
+            boxprops={"linewidth": 0.8},
+            whiskerprops={"linewidth": 0.8},
+            capprops={"linewidth": 0.8},
         )
         p99 = [np.percentile(d, 99) if d.size else np.nan for d in data]
-        ax.plot(p99, np.arange(1, len(data) + 1), "k|", markersize=9)
-        ax.set_title(title, fontsize=FONT + 0.5)
-        ax.set_xlabel("ms", fontsize=FONT)
-        ax.tick_params(axis="x", labelsize=FONT)
+        ax.plot(p99, np.arange(len(data)) + size.shift, "k|", markersize=6)
+        _panel_title(ax, f"{what}\nn = {sum(d.size for d in data)} {counted}", size, 2)
+        ax.set_xlabel("seconds", fontsize=FONT)
         highest = max((float(d.max()) for d in data if d.size), default=0.0)
         ax.set_xlim(0, highest * 1.05 if highest > 0 else 1)  # a latency is never negative
+        _seconds_axis(ax, size)
         if highest <= 0:
-            ax.text(
-                0.5,
-                0.5,
-                "no latency recorded\n(scripted models answer at once)",
-                transform=ax.transAxes,
-                ha="center",
-                va="center",
-                fontsize=FONT,
-                color="#555555",
-            )
-    axes[0].set_yticks(np.arange(1, len(names) + 1), names, fontsize=FONT)
-    axes[0].invert_yaxis()
-    fig.supxlabel("box: p25-p75; line: median; whiskers: p5-p95; tick: p99", fontsize=FONT - 0.5)
-    _title(fig, "Latency", context)
-    return Plot("latency", "Latency per run and per model call", fig)
+            _empty_note(ax, "no latency recorded\n(scripted models\nanswer at once)")
+    _rows_axis(axes[0], np.arange(len(names)), names, size)
+    fig.supxlabel(_wrap("box: p25-p75; line: median; whiskers: p5-p95; tick: p99", size, SMALL), fontsize=SMALL)
+    _title(fig, "Latency", context, size)
+    return Plot("latency", "Latency per run and per model call", fig, size)
 
 
 def _finite(values: np.ndarray) -> np.ndarray:
@@ -368,66 +502,80 @@ def _finite(values: np.ndarray) -> np.ndarray:
     return values[np.isfinite(values)]
 
 
-def tokens(metrics: Metrics, context: Context) -> Plot:
+def tokens(metrics: Metrics, context: Context, size: Size = DOUBLE) -> Plot:
     names = labels(metrics)
     prompt = np.nan_to_num([g.prompt_tokens.mean for g in metrics.groups])
     completion = np.nan_to_num([g.completion_tokens.mean for g in metrics.groups])
-    fig = _new(_height(len(names)))
+    fig = _new(_height(len(names), size), size)
     ax = fig.add_subplot()
-    y = np.arange(len(names))
-    ax.barh(y, prompt, color="#7570b3", label="prompt", height=0.7)
-    ax.barh(y, completion, left=prompt, color="#e6ab02", label="completion", height=0.7)
-    _rows_axis(ax, y, names)
+    y = np.arange(len(names)) + size.shift
+    ax.barh(y, prompt, color=palette.TOKENS["prompt"], label="prompt", height=size.bar)
+    ax.barh(y, completion, left=prompt, color=palette.TOKENS["completion"], label="completion", height=size.bar)
+    _rows_axis(ax, y - size.shift, names, size)
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=4 if size.column else 6))
+    _panel_title(ax, f"n = {sum(g.runs for g in metrics.groups)} complete runs", size)
     ax.set_xlabel("mean tokens per complete run", fontsize=FONT)
     if not (prompt + completion).any():
         ax.set_xlim(0, 1)
-        ax.text(
-            0.5,
-            0.5,
-            "no tokens reported (scripted models report none)",
-            transform=ax.transAxes,
-            ha="center",
-            va="center",
-            fontsize=FONT,
-            color="#555555",
-        )
+        _empty_note(ax, _wrap("no tokens reported (scripted models report none)", size))
     else:
-        fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncol=2, fontsize=FONT, frameon=False)
-    _title(fig, "Tokens per run", context)
-    return Plot("tokens", "Mean prompt and completion tokens per run", fig)
+        _legend(fig, ax, size, 2)
+    _title(fig, "Tokens per run", context, size)
+    return Plot("tokens", "Mean prompt and completion tokens per run", fig, size)
 
 
-def decision_share(metrics: Metrics, context: Context) -> Plot:
+def decision_share(
+    metrics: Metrics, decisions: Mapping[tuple[str, ...], DecisionTally], context: Context, size: Size = DOUBLE
+) -> Plot:
+    """Who decided, kind by kind (reports.decision_kinds): a panel per kind of decision, the mean events of that
+    kind per complete run, stacked by decision maker, refusals hatched. Kinds are never pooled: a proposal, a
+    transition and a gateway verdict are different acts, and one share over all of them read as "who controls
+    the run", which the trace does not say. The file keeps its name, decision_share, for links made before."""
     names = labels(metrics)
-    fig = _new(_height(len(names)))
-    ax = fig.add_subplot()
+    tallies = [decisions.get(g.key, DecisionTally(0, {})) for g in metrics.groups]
+    kinds = [k for k in dict.fromkeys(DECISION_KINDS.values()) if any(t.of_kind(k) for t in tallies)]
+    fig = _new(_height(len(names), size, base=1.9), size)
+    axes = fig.subplots(1, max(len(kinds), 1), sharey=True, squeeze=False)[0]
+    runs = sum(t.runs for t in tallies)
     y = np.arange(len(names))
-    left = np.zeros(len(names))
-    for maker in DECISION_MAKERS:
-        share = np.array([g.decision_share.get(maker, 0.0) for g in metrics.groups])
-        if share.any():
-            ax.barh(
-                y, share, left=left, color=COLOURS.get(maker), label=maker, height=0.7, edgecolor="white", linewidth=0.5
-            )
-            left += share
-    _share_axis(ax, y, names)
-    ax.set_xlabel("share of the events that record a choice", fontsize=FONT)
-    if left.any():
-        handles, texts = ax.get_legend_handles_labels()
-        fig.legend(handles, texts, loc="outside lower center", ncol=min(len(texts), 7), fontsize=FONT, frameon=False)
-    else:
-        ax.text(
-            0.5,
-            0.5,
-            "no decisions recorded",
-            transform=ax.transAxes,
-            ha="center",
-            va="center",
+    makers: dict[str, None] = {}  # the makers drawn, in order
+    refused_shown = False
+    for ax, kind in zip(axes, kinds, strict=False):
+        left = np.zeros(len(names))
+        for maker in DECISION_MAKERS:
+            colour = palette.DECISION_MAKERS[maker]
+            for refused in (False, True):
+                width = np.array([t.of(kind, maker, refused) for t in tallies])
+                if not width.any():
+                    continue
+                drawn = {"facecolor": "white", "edgecolor": colour, "hatch": "/////", "linewidth": 0} if refused else {}
+                ax.barh(y + size.shift, width, left=left, height=size.bar, color=colour, **drawn)
+                left += width
+                makers[maker] = None
+                refused_shown = refused_shown or refused
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=2 if size.column else 4, integer=True, min_n_ticks=2))
+        ax.set_xlim(0, max(float(left.max()) * 1.05, 1.0))
+        ax.set_xlabel("per run", fontsize=SMALL)
+        _panel_title(ax, f"{KIND_TITLES[kind]}\nn = {runs} runs", size, len(kinds))
+    _rows_axis(axes[0], y, names, size)
+    if not kinds:
+        _empty_note(axes[0], "no decisions recorded")
+    handles = [Patch(color=palette.DECISION_MAKERS[m], label=m) for m in makers]
+    if refused_shown:
+        handles.append(Patch(facecolor="white", edgecolor="#555555", hatch="/////", label="refused (any maker)"))
+    if handles:
+        longest = max(len(str(h.get_label())) for h in handles) + 4
+        fig.legend(
+            handles=handles,
+            loc="outside lower center",
+            ncol=max(1, min(len(handles), size.chars(FONT) // longest)),
             fontsize=FONT,
-            color="#555555",
+            frameon=False,
+            title="decision maker" + ("; hatched: refused, rejected or blocked" if refused_shown else ""),
+            title_fontsize=FONT,
         )
-    _title(fig, "Who decided", context)
-    return Plot("decision_share", "Share of decisions per decision maker", fig)
+    _title(fig, "Who decided, kind by kind: mean decision events per complete run", context, size)
+    return Plot("decision_share", "Decision events per run by kind and decision maker", fig, size)
 
 
 def all_plots(
@@ -435,13 +583,24 @@ def all_plots(
     samples: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]],
     context: Context,
     cells: Metrics | None = None,
+    decisions: Mapping[tuple[str, ...], DecisionTally] | None = None,
+    size: Size = DOUBLE,
 ) -> list[Plot]:
-    """Every figure for one grouping; ``cells`` (the mode x scenario metrics) turns stop-correctness into a heatmap."""
-    correctness = heatmap(cells, context) if cells is not None else stop_correctness(metrics, context)
-    return [
-        verdicts(metrics, context),
-        correctness,
-        latency(metrics, samples, context),
-        tokens(metrics, context),
-        decision_share(metrics, context),
-    ]
+    """Every figure for one grouping at one print size; ``cells`` (the mode x scenario metrics) turns
+    stop-correctness into a heatmap at full width (one column keeps the bars: a heatmap of every scenario does
+    not fit it), and ``decisions`` (reports.decision_kinds, same grouping) adds the who-decided figure."""
+    with style():
+        correctness = (
+            heatmap(cells, context, size)
+            if cells is not None and not size.column
+            else stop_correctness(metrics, context, size)
+        )
+        plots = [
+            verdicts(metrics, context, size),
+            correctness,
+            latency(metrics, samples, context, size),
+            tokens(metrics, context, size),
+        ]
+        if decisions is not None:
+            plots.append(decision_share(metrics, decisions, context, size))
+    return plots

@@ -1,31 +1,23 @@
-"""The self-contained HTML page: every table and figure inline (PNG as data URIs), no network, no scripts."""
+"""The self-contained HTML page: a table of contents, every table and figure inline (PNG as data URIs), the runs
+table; no network. One inline script (reports/html_assets.py) filters and sorts the runs; the rest needs none.
+
+Layout (docs/metrics.md: the HTML page): nothing sits in a fixed-height box, the page uses the window's width, and
+only a table wider than the window scrolls, sideways; a print stylesheet prints every row without the controls.
+"""
 
 from __future__ import annotations
 
 import base64
 import html
+import re
 from dataclasses import dataclass
 
+from reports.html_assets import STYLE
+from reports.runs_explorer import RunsTable, runs_section
 from reports.tables import Table, to_html
 
-STYLE = """
-body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto; max-width: 78rem;
-       padding: 0 1rem; color: #1d1d1f; background: #ffffff; }
-h1 { font-size: 1.6rem; } h2 { font-size: 1.25rem; margin-top: 2.2rem; border-bottom: 1px solid #ddd; }
-h3 { font-size: 1.05rem; margin-top: 1.6rem; }
-table.metrics { border-collapse: collapse; font-size: 0.82rem; margin: 0.4rem 0 0.3rem; }
-table.metrics th, table.metrics td { border: 1px solid #ccc; padding: 0.25rem 0.5rem; vertical-align: top; }
-table.metrics th { background: #f0f3f7; text-align: left; position: sticky; top: 0; }
-table.metrics tr:nth-child(even) td { background: #fafafa; }
-table.metrics .num { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
-table.metrics th.num { text-align: right; white-space: normal; min-width: 3rem; }
-table.metrics td.text { min-width: 6rem; max-width: 28rem; }
-.scroll { overflow: auto; max-width: 100%; max-height: 40rem; border: 1px solid #eee; }
-p.note, p.meta { font-size: 0.82rem; color: #444; }
-figure { margin: 1rem 0 2rem; } figure img { max-width: min(100%, 56rem); border: 1px solid #eee; }
-figcaption { font-size: 0.85rem; color: #444; }
-.warning { color: #8a4b00; }
-"""
+RUNS_SECTION_ID = "runs-table"
+RUNS_TITLE = "Runs: filter and sort"
 
 
 @dataclass(frozen=True)
@@ -48,10 +40,15 @@ class Section:
     intro: str = ""
 
 
+def section_id(section: Section) -> str:
+    return "section-" + re.sub(r"[^a-z0-9]+", "-", section.title.lower()).strip("-")
+
+
 def table_block(table: Table) -> str:
     note = f'<p class="note">{html.escape(table.note)}</p>' if table.note else ""
     return (
-        f'<h3 id="h-{table.name}">{html.escape(table.title)}</h3>\n<div class="scroll">{to_html(table)}</div>\n{note}'
+        f'<h3 id="h-{table.name}">{html.escape(table.title)}</h3>\n'
+        f'<div class="table-wrap">{to_html(table)}</div>\n{note}'
     )
 
 
@@ -67,13 +64,29 @@ def figure_block(figure: EmbeddedFigure) -> str:
     )
 
 
-def page(title: str, meta: list[str], warnings: list[str], sections: list[Section]) -> str:
+def contents(sections: list[Section], runs: RunsTable | None) -> str:
+    """The table of contents: each section, and under it each figure and table, linked to its anchor."""
+    items = []
+    for section in sections:
+        entries = [f'<li><a href="#figure-{f.name}">Figure: {html.escape(f.title)}</a></li>' for f in section.figures]
+        entries += [f'<li><a href="#h-{t.name}">{html.escape(t.title)}</a></li>' for t in section.tables]
+        inner = f"<ol>{''.join(entries)}</ol>" if entries else ""
+        items.append(f'<li><a href="#{section_id(section)}">{html.escape(section.title)}</a>{inner}</li>')
+    if runs is not None:
+        items.append(f'<li><a href="#{RUNS_SECTION_ID}">{html.escape(RUNS_TITLE)}</a> ({runs.total:,} runs)</li>')
+    return f'<nav class="toc" aria-label="Contents"><h2 id="contents">Contents</h2><ol>{"".join(items)}</ol></nav>'
+
+
+def page(
+    title: str, meta: list[str], warnings: list[str], sections: list[Section], runs: RunsTable | None = None
+) -> str:
     """The whole document; ``meta`` and ``warnings`` are plain text lines shown under the title."""
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en">',
         "<head>",
         '<meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{html.escape(title)}</title>",
         f"<style>{STYLE}</style>",
         "</head>",
@@ -82,11 +95,14 @@ def page(title: str, meta: list[str], warnings: list[str], sections: list[Sectio
     ]
     parts += [f'<p class="meta">{html.escape(line)}</p>' for line in meta]
     parts += [f'<p class="meta warning">{html.escape(line)}</p>' for line in warnings]
+    parts.append(contents(sections, runs))
     for section in sections:
-        parts.append(f"<h2>{html.escape(section.title)}</h2>")
+        parts.append(f'<h2 id="{section_id(section)}">{html.escape(section.title)}</h2>')
         if section.intro:
             parts.append(f'<p class="note">{html.escape(section.intro)}</p>')
         parts += [figure_block(f) for f in section.figures]
         parts += [table_block(t) for t in section.tables]
+    if runs is not None:
+        parts.append(runs_section(runs, RUNS_SECTION_ID, RUNS_TITLE))
     parts += ["</body>", "</html>", ""]
     return "\n".join(parts)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,12 +12,15 @@ import pandas as pd
 from harness.errors import UserInputError
 from reports import figures as figs
 from reports import tables as tbl
+from reports.decision_kinds import decision_tallies
 from reports.html import EmbeddedFigure, Section, page
+from reports.latex import latex_files
 from reports.load import SkippedLine, Traces, clean_text, load_traces
-from reports.metrics import GROUPINGS, Grouping, Metrics, compute, latency_samples, prepare
+from reports.metrics import GROUP_KEYS, GROUPINGS, Grouping, Metrics, compute, latency_samples, prepare
 from reports.paired import paired_table
 from reports.prices import PriceTable
 from reports.provenance import provenance_warnings
+from reports.runs_explorer import RunsTable, link_run_pages, runs_table
 from reports.spectrum import spectrum_tables
 from reports.writing import write_whole
 
@@ -37,7 +39,7 @@ DPI = 200  # PNG resolution: print quality
 # the loader keeps only these, so ten million events report within 2 GiB (docs/scale.md: reports at scale).
 EVENT_COLUMNS_READ = (
     "source", "run_id", "scenario", "mode", "model", "gateway_policy", "seq", "decision_maker", "kind", "action",
-    "latency_ms", "error_kind",
+    "latency_ms", "error_kind", "result",
 )  # fmt: skip
 
 
@@ -166,13 +168,12 @@ def build_report(
     # A column of one bar per mode x scenario is unreadable: those cells become a heatmap, the rest stays per mode.
     shown: Grouping = "mode" if by == "scenario" else by
     context = figure_context(runs, metrics[shown])
-    plots = figs.all_plots(
-        metrics[shown],
-        latency_samples(prepared, shown),
-        context,
-        cells=metrics["scenario"] if by == "scenario" else None,
-    )
-    rendered = [_render(plot) for plot in plots]
+    cells = metrics["scenario"] if by == "scenario" else None
+    drawn = (metrics[shown], latency_samples(prepared, shown), context, cells)
+    decisions = decision_tallies(events, GROUP_KEYS[shown])  # who decided, kind by kind
+    rendered = [_render(plot) for plot in figs.all_plots(*drawn, decisions)]
+    # Each figure again at one column's width (NAME_column.pdf): PDF only, the HTML page shows the full width.
+    columns = {p.stem: figs.to_bytes(p.figure, "pdf") for p in figs.all_plots(*drawn, decisions, figs.COLUMN)}
     stories = metrics["scenario"] if "scenario" in metrics else compute(traces, "scenario", prepared=prepared)
     mode_tables = [tbl.seed000_table(metrics["mode"]), *spectrum_tables(stories)]
     intro = f"Grouped per {tbl.per(metrics[shown])}"
@@ -203,11 +204,17 @@ def build_report(
         meta,
         warnings,
         context.line(),
+        runs_table(runs) if "html" in formats else None,
     )
+    for stem, pdf in columns.items():
+        write_whole(out / "figures" / f"{stem}.pdf", pdf)
+        files.append(out / "figures" / f"{stem}.pdf")
     if "html" in formats:  # every run's timeline on a page of its own, linked from report.html
         from reports.run_page import write_run_pages
 
-        files += write_run_pages(traces, out)
+        pages = write_run_pages(traces, out)
+        link_run_pages(out / "report.html", pages)  # the runs table's run ids open their pages
+        files += pages
     return ReportResult(
         out=out,
         main=tbl.main_table(metrics[by]),
@@ -245,11 +252,9 @@ def _meta(traces: Traces, runs: pd.DataFrame, prices: PriceTable | None) -> list
 
 
 def _render(plot: figs.Plot) -> EmbeddedFigure:
-    png, pdf = io.BytesIO(), io.BytesIO()
-    plot.figure.savefig(png, format="png", dpi=DPI)
+    png = figs.to_bytes(plot.figure, "png", DPI)
     plot.figure.set_layout_engine("none")  # the layout the PNG computed holds for the PDF: not worked out twice
-    plot.figure.savefig(pdf, format="pdf", metadata={"CreationDate": None})  # no date: same traces, same file
-    return EmbeddedFigure(plot.name, plot.title, png.getvalue(), pdf.getvalue())
+    return EmbeddedFigure(plot.name, plot.title, png, figs.to_bytes(plot.figure, "pdf"))
 
 
 def _write(
@@ -261,6 +266,7 @@ def _write(
     meta: list[str],
     warnings: list[str],
     context: str,
+    runs: RunsTable | None = None,
 ) -> list[Path]:
     written: list[Path] = []
 
@@ -276,12 +282,13 @@ def _write(
         for table in [*tables, *metric_tables]:
             put(out / "tables" / f"{table.name}.csv", tbl.to_csv(table))
     if "latex" in formats:
-        for table in tables:
-            put(out / "tables" / f"{table.name}.tex", tbl.to_latex(table, context))
+        for table in tables:  # NAME.tex full width (table*, or a longtable when long), NAME_narrow.tex one column
+            for name, text in latex_files(table, context).items():
+                put(out / "tables" / name, text)
     if "md" in formats:
         put(out / "report.md", _markdown(sections, meta, warnings))
     if "html" in formats:
-        put(out / "report.html", page("bench report", meta, warnings, sections))
+        put(out / "report.html", page("bench report", meta, warnings, sections, runs))
     return written
 
 

@@ -1,5 +1,9 @@
 """Per-run pages of the HTML report: each run's timeline (the same one ``bench show`` prints) on its own page,
-and report.html linked to them: a Runs section listing every run, and every run id in its tables a link.
+and report.html linked to them: every run id in its tables a link (its runs table: reports/runs_explorer.py).
+
+A page also holds what the model was sent and answered at each call (from the folder's recording), the story's
+rules and oracle, the run's path through the workflow (drawn, and as Mermaid text), and links to the other trials
+of its cell and back to the report (reports/run_story.py gathers them).
 
 Pages are self-contained (no scripts, no network) and every piece of trace text is escaped, shown through
 ``harness.terminal.printable`` first, as in the terminal.
@@ -7,27 +11,33 @@ Pages are self-contained (no scripts, no network) and every piece of trace text 
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import html
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.errors import UserInputError
-from harness.records.manifest import read_manifest
-from harness.records.timeline import Ending, Timeline, timelines
+from harness.models.run_calls import ModelCall
+from harness.records.run_path import workflow_path
+from harness.records.timeline import Ending, Timeline, build, scan
+from harness.scenario.mermaid import mermaid
+from harness.scenario.story_text import oracle_rows, rule_rows
 from harness.terminal import printable
 from reports.load import Traces
+from reports.run_story import FolderFacts, RunExtras, StoryFinder, siblings_of
+from reports.workflow_svg import STYLE as WORKFLOW_STYLE
+from reports.workflow_svg import workflow_svg
 from reports.writing import write_whole
 
 RUNS_DIR = "runs"
 MAX_RUN_PAGES = 5_000  # past this, pages would outweigh the report; bench show opens any run instead
 DETAIL_CAP = 4_000  # characters of one detail line on a page
+MESSAGE_CAP = 40_000  # characters of one message or answer on a page
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}")
 _CELL = re.compile(r"<td([^>]*)>(\s*)([^<]*?)(\s*)</td>")
 
-STYLE = """
+STYLE = (
+    """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto; max-width: 78rem;
        padding: 0 1rem; color: #1d1d1f; background: #ffffff; }
 h1 { font-size: 1.4rem; } h2 { font-size: 1.15rem; margin-top: 2rem; border-bottom: 1px solid #ddd; }
@@ -48,7 +58,27 @@ tr.tone-blocked td.what, tr.tone-error td.what { color: #c62828; } tr.tone-stop 
 tr.tone-human td.what { color: #6a1b9a; } tr.tone-end td { font-weight: 600; }
 table.facts td { padding: 0.2rem 0.8rem 0.2rem 0; vertical-align: top; font-size: 0.88rem; }
 ul.violations li { font-family: ui-monospace, monospace; font-size: 0.85rem; }
+nav.sections { font-size: 0.85rem; margin: 0.6rem 0; } nav.sections a { margin-right: 0.9rem; }
+p.cell { font-size: 0.88rem; margin: 0.5rem 0; } p.cell a, p.cell strong { margin-left: 0.5rem; }
+p.note { font-size: 0.85rem; color: #555; }
+p.path { font-size: 0.9rem; line-height: 1.6; } p.path span { white-space: nowrap; font-weight: 600; }
+h3 { font-size: 1rem; }
+div.picture { overflow-x: auto; }
+section.call { border: 1px solid #e0e0e0; border-radius: 6px; padding: 0.2rem 0.9rem 0.6rem; margin: 0.9rem 0; }
+section.call h3 { font-size: 0.95rem; margin: 0.6rem 0 0.4rem; }
+details.message summary, div.answer div.role { font-size: 0.8rem; color: #37474f; cursor: pointer; margin: 0.3rem 0; }
+div.answer div.role { cursor: auto; font-weight: 600; color: #1565c0; }
+pre { white-space: pre-wrap; overflow-wrap: anywhere; font-size: 0.78rem; background: #f7f7f9; padding: 0.5rem 0.7rem;
+      border-radius: 4px; margin: 0.2rem 0 0.5rem; max-width: 100%; }
+div.answer pre { background: #eef4fb; border-left: 3px solid #1565c0; }
+p.problem { color: #c62828; font-size: 0.85rem; }
+a.call { font-size: 0.78rem; margin-left: 0.4rem; }
+table.story td:first-child { white-space: nowrap; color: #444; }
+@media (max-width: 60rem) { table.story td:first-child { white-space: normal; } }
+@media print { details { display: block; } details > * { display: block; } }
 """
+    + WORKFLOW_STYLE
+)
 
 
 @dataclass(frozen=True)
@@ -59,17 +89,20 @@ class RunLink:
     href: str
 
 
-def page(t: Timeline, back: str = "../report.html") -> str:
-    """One run's timeline as a self-contained HTML document."""
+def page(t: Timeline, back: str = "../report.html", extras: RunExtras | None = None) -> str:
+    """One run's timeline as a self-contained HTML document; with ``extras``, its model calls, story, workflow path
+    and sibling trials too."""
     run = t.run
     end = t.ending
     verdict = (end.verdict if end is not None else None) or "none"
     head = t.facts(quote_label=False)
+    calls = _call_seqs(t, extras.calls if extras is not None else None)
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en">',
         "<head>",
         '<meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>run {_e(run.run_id)}: {_e(run.cell)}</title>",
         f"<style>{STYLE}</style>",
         "</head>",
@@ -81,9 +114,14 @@ def page(t: Timeline, back: str = "../report.html") -> str:
     ]
     if t.summaries > 1:
         parts.append(f'<p class="meta">resumed: {t.summaries} summaries, the last one counts</p>')
+    if extras is not None:
+        parts += _siblings_block(extras, t)
+        parts.append(_nav(extras))
     parts.append(_verdict_block(end, verdict))
+    if extras is not None:
+        parts += _path_blocks(extras, run.mode)
     parts += [
-        "<h2>Timeline</h2>",
+        '<h2 id="timeline">Timeline</h2>',
         '<table class="timeline">',
         "<thead><tr><th>seq</th><th>step</th><th>who</th><th>what</th></tr></thead>",
         "<tbody>",
@@ -91,13 +129,148 @@ def page(t: Timeline, back: str = "../report.html") -> str:
     for entry in t.entries:
         details = "".join(f'<div class="detail">{_e(_capped(d))}</div>' for d in entry.details)
         step = "" if entry.step is None else str(entry.step)
+        number = calls.get(entry.seq)
+        link = f' <a class="call" href="#call-{number}">prompt and answer</a>' if number is not None else ""
         parts.append(
-            f'<tr class="tone-{entry.tone}" data-seq="{entry.seq}" data-kind="{_e(entry.kind)}">'
+            f'<tr class="tone-{entry.tone}" data-seq="{entry.seq}" data-kind="{_e(entry.kind)}" id="seq-{entry.seq}">'
             f'<td class="num">{entry.seq}</td><td class="num">{_e(step)}</td><td class="who">{_e(entry.who)}</td>'
-            f'<td class="what">{_e(entry.headline)}{details}</td></tr>'
+            f'<td class="what">{_e(entry.headline)}{link}{details}</td></tr>'
         )
-    parts += ["</tbody>", "</table>", *_ending_blocks(end), "</body>", "</html>", ""]
+    parts += ["</tbody>", "</table>", *_ending_blocks(end)]
+    if extras is not None:
+        parts += _call_blocks(extras, {number: seq for seq, number in calls.items()})
+        parts += _story_blocks(extras)
+    parts += ["</body>", "</html>", ""]
     return "\n".join(parts)
+
+
+def _call_seqs(t: Timeline, calls: list[ModelCall] | None) -> dict[int, int]:
+    """Timeline seq -> call number of each model_call event, when the trace and the recording agree on the count."""
+    seqs = [e.seq for e in t.entries if e.kind == "model_call"]
+    if not calls or len(seqs) != len(calls):
+        return {}
+    return {seq: number for number, seq in enumerate(seqs, start=1)}
+
+
+def _siblings_block(extras: RunExtras, t: Timeline) -> list[str]:
+    if len(extras.siblings) <= 1:
+        return ['<p class="cell">The only trial of its cell (story, mode, model, gateway policy) in this report.</p>']
+    shown = []
+    for s in extras.siblings:
+        name = f"trial {s.trial if s.trial is not None else '?'}"
+        title = f' title="run {_e(s.run_id)}"'
+        if s.itself:
+            shown.append(f"<strong{title}>{_e(name)} (this run)</strong>")
+        elif s.href is not None:
+            shown.append(f'<a href="{_e(s.href)}"{title} data-sibling="{_e(s.run_id)}">{_e(name)}</a>')
+    cell = f"{t.run.scenario} / {t.run.mode} / {t.run.model} / {t.gateway_policy or '?'}"
+    return [f'<p class="cell">Trials of this cell ({_e(cell)}):{"".join(shown)}</p>']
+
+
+def _nav(extras: RunExtras) -> str:
+    calls = f" ({len(extras.calls)})" if extras.calls is not None else ""
+    links = [
+        ("path", "Workflow path"),
+        ("timeline", "Timeline"),
+        ("ending", "Ending"),
+        ("calls", f"Model calls{calls}"),
+        ("story", "Story: rules and oracle"),
+    ]
+    return '<nav class="sections">' + "".join(f'<a href="#{a}">{_e(b)}</a>' for a, b in links) + "</nav>"
+
+
+def _path_blocks(extras: RunExtras, mode: str) -> list[str]:
+    parts = ['<h2 id="path">Path through the workflow</h2>']
+    scenario = extras.story.scenario
+    if scenario is None:
+        return [*parts, f'<p class="note">{_e(extras.story.note or "the scenario cannot be read")}</p>']
+    if extras.path:
+        steps = " → ".join(f'<span data-step="{i}">{_e(node)}</span>' for i, node in enumerate(extras.path, 1))
+        parts.append(
+            f'<p class="note">The run entered {len(extras.path)} nodes, numbered on the graph in that order. Blue: '
+            "the nodes it visited and the transitions it took (×2: taken twice); dashed: loops and nodes a gate "
+            "holds back; ⚑: an approval node; ■: where the walk ended.</p>"
+        )
+        parts.append(f'<p class="path">{steps}</p>')
+    else:
+        parts.append(
+            f'<p class="note">{_e(mode)} does not walk the workflow (no transitions in its trace): the graph is the '
+            "story's, for reference; the timeline shows the path this run took.</p>"
+        )
+    parts.append(f'<div class="picture">{workflow_svg(scenario, extras.path)}</div>')
+    parts += [
+        "<details><summary>Mermaid text of this graph"
+        + (" with the run's path highlighted" if extras.path else "")
+        + "</summary>",
+        f"<pre>{html.escape(mermaid(scenario, extras.path))}</pre>",
+        "</details>",
+    ]
+    return parts
+
+
+def _call_blocks(extras: RunExtras, seq_of: dict[int, int]) -> list[str]:
+    parts = ['<h2 id="calls">Model calls: what the model was sent and what it answered</h2>']
+    parts.append(f'<p class="note">{_e(extras.calls_note)}</p>')
+    if not extras.calls:
+        return parts
+    before: list[str] = []
+    for number, call in enumerate(extras.calls, start=1):
+        head = [f"Call {number}", f"step {call.step}", call.purpose, f"{call.latency_ms / 1000:.1f} s"]
+        if call.prompt_tokens is not None or call.completion_tokens is not None:
+            head.append(f"{call.prompt_tokens or 0:,} → {call.completion_tokens or 0:,} tokens")
+        if call.attempts > 1:
+            head.append(f"answered at attempt {call.attempts}")
+        seq = seq_of.get(number)
+        where = f' · <a href="#seq-{seq}">timeline seq {seq}</a>' if seq is not None else ""
+        parts += [
+            f'<section class="call" id="call-{number}" data-call="{number}">',
+            f"<h3>{_e(' · '.join(head))}{where}</h3>",
+        ]
+        for i, message in enumerate(call.messages):
+            text = message.content
+            size = f"{len(text):,} characters"
+            if i < len(before) and before[i] == text:
+                parts.append(
+                    f'<details class="message" data-role="{_e(message.role)}"><summary>{_e(message.role)} · {size} · '
+                    f"the same as in call {number - 1}</summary><pre>{_pre(text)}</pre></details>"
+                )
+            else:
+                parts.append(
+                    f'<details class="message" data-role="{_e(message.role)}" open><summary>{_e(message.role)} · '
+                    f"{size}</summary><pre>{_pre(text)}</pre></details>"
+                )
+        before = [m.content for m in call.messages]
+        if call.problem is not None:
+            parts.append(f'<p class="problem">{_e(call.problem)}</p>')
+        if call.answer is not None:
+            parts.append(
+                f'<div class="answer"><div class="role">answer (raw)</div><pre>{_pre(call.answer)}</pre></div>'
+            )
+        parts.append("</section>")
+    return parts
+
+
+def _story_blocks(extras: RunExtras) -> list[str]:
+    parts = ['<h2 id="story">Story: rules and oracle</h2>']
+    scenario = extras.story.scenario
+    if extras.story.note:
+        parts.append(f'<p class="note">{_e(extras.story.note)}</p>')
+    if scenario is None:
+        return parts
+    parts.append(f'<p class="meta">{_e(scenario.id)}: {_e(scenario.title)} (source: {_e(scenario.source)})</p>')
+    for title, rows in (("Rules", rule_rows(scenario)), ("Oracle: what a correct run does", oracle_rows(scenario))):
+        parts += [f"<h3>{title}</h3>", f'<table class="facts story" data-rows="{title.split(":")[0].lower()}">']
+        parts += [f"<tr><td>{_e(name)}</td><td>{_e(' '.join(value.split()))}</td></tr>" for name, value in rows]
+        parts.append("</table>")
+    return parts
+
+
+def _pre(text: str) -> str:
+    """A message or answer as preformatted text: lines kept, control characters made visible, capped."""
+    shown = printable(text)
+    if len(shown) > MESSAGE_CAP:
+        shown = f"{shown[:MESSAGE_CAP]}… ({len(shown) - MESSAGE_CAP:,} more characters: bench show --prompts --full)"
+    return html.escape(shown)
 
 
 def _verdict_block(end: Ending | None, verdict: str) -> str:
@@ -121,8 +294,8 @@ def _ending_blocks(end: Ending | None) -> list[str]:
     else:
         rows.append(("oracle", f"failed: {len(end.violations)} violations" if end.violations else "failed"))
     rows += list(end.facts)
-    parts = ["<h2>Ending</h2>", '<table class="facts">']
-    parts += [f"<tr><td>{_e(name)}</td><td>{_e(value)}</td></tr>" for name, value in rows]
+    parts = ['<h2 id="ending">Ending</h2>', '<table class="facts">']
+    parts += [f"<tr><td>{_e(name)}</td><td>{_e(' '.join(value.split()))}</td></tr>" for name, value in rows]
     parts.append("</table>")
     if end.violations:
         parts += ["<h2>Oracle violations</h2>", '<ul class="violations">']
@@ -131,9 +304,10 @@ def _ending_blocks(end: Ending | None) -> list[str]:
     return parts
 
 
-def write_run_pages(traces: Traces, out: Path) -> list[Path]:
+def write_run_pages(traces: Traces, out: Path, library: Path | None = None) -> list[Path]:
     """Writes a page per run under ``out/runs/`` and links report.html to them; returns the pages written.
 
+    ``library``: the scenario folder the runs' stories are read from (default: the project's scenarios/).
     Past MAX_RUN_PAGES runs no page is written and report.html says how to open a run instead.
     """
     report = out / "report.html"
@@ -144,23 +318,43 @@ def write_run_pages(traces: Traces, out: Path) -> list[Path]:
     links: list[RunLink] = []
     if total <= MAX_RUN_PAGES:
         taken: set[str] = set()
+        stories = StoryFinder(library)
+        pending = []
         for source in traces.sources:
             path = Path(source)
-            label = _label(path.parent)
-            for t in timelines(path):
-                if label is not None:
-                    t = _with_label(t, label)
-                name = _file_name(t.run.run_id, taken)
-                target = out / RUNS_DIR / f"{name}.html"
-                _put(target, page(t))
-                written.append(target)
+            facts = FolderFacts(path.parent)
+            for run_id, events in scan(path).runs.items():
+                t = build(events, source=str(path), label=facts.label)
+                name = _file_name(run_id, taken)
                 links.append(RunLink(t, f"{RUNS_DIR}/{name}.html"))
+                pending.append((t, name, facts, workflow_path(events)))
+        cells = [
+            (link.timeline.run.run_id, _cell(link.timeline), link.timeline.run.trial, link.href.split("/", 1)[1])
+            for link in links
+        ]
+        for t, name, facts, walked in pending:
+            run = t.run
+            calls, note = facts.calls(run.scenario, run.mode, run.trial, run.model)
+            extras = RunExtras(
+                calls=calls,
+                calls_note=note,
+                story=stories.story(run.scenario, facts.manifest),
+                path=walked,
+                siblings=siblings_of(cells, run.run_id),
+            )
+            target = out / RUNS_DIR / f"{name}.html"
+            _put(target, page(t, extras=extras))
+            written.append(target)
     _put(report, link_report(report.read_text(encoding="utf-8"), links, total))
     return written
 
 
+def _cell(t: Timeline) -> tuple[str, str, str, str | None]:
+    return (t.run.scenario, t.run.mode, t.run.model, t.gateway_policy)
+
+
 def link_report(text: str, links: list[RunLink], total: int) -> str:
-    """report.html with every run id in its tables linked to the run's page, and a Runs section at the end."""
+    """report.html with every run id in its tables linked to the run's page (the runs table is reports/html's)."""
     by_id = {html.escape(link.timeline.run.run_id): link.href for link in links}
 
     def linked(match: re.Match[str]) -> str:
@@ -173,48 +367,18 @@ def link_report(text: str, links: list[RunLink], total: int) -> str:
         return f'<td{attributes}>{before}<a href="{html.escape(href)}">{first}</a>{rest}{after}</td>'
 
     text = _CELL.sub(linked, text)
-    section = _runs_section(links, total)
-    return text.replace("</body>", section + "\n</body>", 1) if "</body>" in text else text + section
+    if links or not total:
+        return text
+    note = _no_pages_note(total)
+    return text.replace("</body>", note + "\n</body>", 1) if "</body>" in text else text + note
 
 
-def _runs_section(links: list[RunLink], total: int) -> str:
-    parts = ['<h2 id="runs">Runs</h2>']
-    if not links:
-        parts.append(
-            f'<p class="note">{total:,} runs: per-run pages are written for reports of up to {MAX_RUN_PAGES:,} runs; '
-            "open any run's timeline with <code>bench show DIR --run ID</code>.</p>"
-        )
-        return "\n".join(parts)
-    several = len({link.timeline.source for link in links}) > 1
-    parts.append(
-        '<p class="note">Every run of the report; its id opens its timeline: who decided, what was proposed, what '
-        "the gateway did and why, and how the run ended (also <code>bench show DIR --run ID</code>).</p>"
+def _no_pages_note(total: int) -> str:
+    """Past MAX_RUN_PAGES no page is written: the report says how to open a run instead (its runs table stays)."""
+    return (
+        f'<p class="note" id="no-run-pages">{total:,} runs: per-run pages are written for reports of up to '
+        f"{MAX_RUN_PAGES:,} runs; open any run's timeline with <code>bench show DIR --run ID</code>.</p>"
     )
-    headers = ["run", "scenario", "mode", "trial", "model", "gateway", "status", "stop verdict", "violations"]
-    headers += ["trace"] if several else []
-    # one line a run: the container scrolls sideways instead of the cells wrapping
-    parts += ['<div class="scroll"><table class="metrics" data-runs="all" style="white-space: nowrap">', "<thead><tr>"]
-    parts += [f"<th>{h}</th>" for h in headers]
-    parts += ["</tr></thead>", "<tbody>"]
-    for link in links:
-        t = link.timeline
-        end = t.ending
-        cells = [
-            f'<a href="{html.escape(link.href)}">{_e(t.run.run_id)}</a>',
-            _e(t.run.scenario),
-            _e(t.run.mode),
-            _e("" if t.run.trial is None else str(t.run.trial)),
-            _e(t.run.model),
-            _e(t.gateway_policy or ""),
-            _e(end.status if end is not None else "(no summary)"),
-            _e((end.verdict or "–") if end is not None else "–"),
-            _e(str(len(end.violations)) if end is not None else ""),
-        ]
-        if several:
-            cells.append(_e(t.source))
-        parts.append(f'<tr data-run="{_e(t.run.run_id)}">' + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-    parts += ["</tbody>", "</table></div>"]
-    return "\n".join(parts)
 
 
 def _file_name(run_id: str, taken: set[str]) -> str:
@@ -226,18 +390,6 @@ def _file_name(run_id: str, taken: set[str]) -> str:
         name = f"{base}-{n}"
     taken.add(name.lower())
     return name
-
-
-def _label(folder: Path) -> str | None:
-    with contextlib.suppress(UserInputError):
-        return read_manifest(folder).label
-    return None
-
-
-def _with_label(t: Timeline, label: str) -> Timeline:
-    from dataclasses import replace
-
-    return replace(t, label=label)
 
 
 def _put(path: Path, text: str) -> None:

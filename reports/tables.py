@@ -1,4 +1,5 @@
-"""Report tables, each declared once as column specs over typed records; rendered as Markdown, CSV, LaTeX, HTML."""
+"""Report tables, each declared once as column specs over typed records; rendered as Markdown, CSV, HTML here and as
+LaTeX in reports/latex.py."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typing import Any, Generic, Literal, TypeVar
 from tabulate import tabulate
 
 from harness.errors import ERROR_KINDS, INFRASTRUCTURE_ERRORS
+from harness.terminal import fit_table
 from modes import MODES, Mode
 from reports.clustered import DESCRIPTION as CLUSTER_DESCRIPTION
 from reports.clustered import RESAMPLES, SEED
@@ -76,6 +78,10 @@ class Column(Generic[R]):
     # One clause ending in its own punctuation, shown in the legend as "header: description"; a ';' runs it on
     # into the next column's (unauthorized; premature). Blank: the column is not in the legend.
     description: str = ""
+    # A key column (mode, policy, ...) leads every part of a table split for width; a narrow one is essential
+    # enough for the one-column LaTeX variant (reports/latex.py), which keeps the key and narrow columns.
+    narrow: bool = False
+    key: bool = False
 
     @property
     def numeric(self) -> bool:
@@ -168,11 +174,9 @@ def to_markdown(table: Table) -> str:
     return text + (f"\n\n{table.note}\n" if table.note else "\n")
 
 
-def to_terminal(table: Table) -> str:
-    align = ["right" if c.numeric else "left" for c in table.columns]
-    return tabulate(
-        table.display_rows(), headers=table.headers, tablefmt="simple", disable_numparse=True, colalign=align
-    )
+def to_terminal(table: Table, limit: int | None = None) -> str:
+    """The table for a terminal ``limit`` columns wide (None: one line per row however wide; harness.terminal)."""
+    return fit_table(table.headers, table.display_rows(), [c.numeric for c in table.columns], limit)
 
 
 def to_csv(table: Table) -> str:
@@ -188,66 +192,7 @@ def _csv_value(value: Any) -> Any:
     return "" if _undefined(value) or isinstance(value, Unpriced) else value
 
 
-_LATEX_SPECIAL = {
-    "\\": r"\textbackslash{}",
-    "&": r"\&",
-    "%": r"\%",
-    "$": r"\$",
-    "#": r"\#",
-    "_": r"\_",
-    "{": r"\{",
-    "}": r"\}",
-    "~": r"\textasciitilde{}",
-    "^": r"\textasciicircum{}",
-    "–": "--",
-    "<": r"\textless{}",
-    ">": r"\textgreater{}",
-    "|": r"\textbar{}",
-}
 _POWER = re.compile(r"\^(\w+)")
-
-
-def latex_escape(text: str) -> str:
-    """Text for LaTeX: specials escaped, ``x^k`` written as math (``pass^5`` -> ``pass$^{5}$``)."""
-    parts = []
-    for index, piece in enumerate(_POWER.split(clean_text(text, limit=1 << 30).replace(" · ", "; "))):
-        if index % 2:
-            parts.append(f"$^{{{latex_escape(piece)}}}$")
-        else:
-            parts.append("".join(_LATEX_SPECIAL.get(ch, ch) for ch in piece))
-    return "".join(parts).encode("ascii", "replace").decode("ascii")  # pdflatex: no unicode surprises
-
-
-def to_latex(table: Table, context: str = "") -> str:
-    """A booktabs table float with caption and label; numbers right-aligned; scaled down only if wider than the line."""
-    spec = "".join("r" if c.numeric else "l" for c in table.columns)
-    lines = [
-        f"% {table.title}: needs \\usepackage{{booktabs}} and \\usepackage{{graphicx}}",
-        "\\begin{table}[htbp]",
-        "\\centering",
-        "\\small",
-        "\\setlength{\\tabcolsep}{4pt}",
-        f"\\caption{{{latex_escape(table.title + (f' ({context})' if context else ''))}}}",
-        f"\\label{{tab:{table.name.replace('_', '-')}}}",
-        "\\setbox0=\\hbox{%",
-    ]
-    lines += [
-        f"\\begin{{tabular}}{{{spec}}}",
-        "\\toprule",
-        " & ".join(latex_escape(h) for h in table.headers) + " \\\\",
-        "\\midrule",
-    ]
-    lines += [" & ".join(latex_escape(cell) for cell in row) + " \\\\" for row in table.display_rows()]
-    lines += [
-        "\\bottomrule",
-        "\\end{tabular}}",
-        # The natural width when it fits, scaled to the line when it does not.
-        "\\leavevmode\\ifdim\\wd0>\\linewidth\\resizebox{\\linewidth}{!}{\\box0}\\else\\box0\\fi\\par",
-    ]
-    if table.note:
-        lines.append(f"\\par\\smallskip{{\\footnotesize {latex_escape(table.note)}\\par}}")
-    lines.append("\\end{table}")
-    return "\n".join(lines) + "\n"
 
 
 def _html_header(text: str) -> str:
@@ -256,12 +201,13 @@ def _html_header(text: str) -> str:
 
 
 def to_html(table: Table) -> str:
-    """A plain HTML table; numeric cells carry class ``num`` (right-aligned, never wrapped)."""
+    """A plain HTML table; numeric cells carry class ``num`` (right-aligned, never wrapped); a key cell (a story
+    name, a run folder) may break after ``_`` or ``/``, so it wraps instead of widening the table past the window."""
     head = "".join(f'<th class="{"num" if c.numeric else "text"}">{_html_header(c.header)}</th>' for c in table.columns)
     body = []
     for record in table.records:
         cells = "".join(
-            f'<td class="{"num" if c.numeric else "text"}">{html.escape(show(c.get(record), c.fmt))}</td>'
+            f'<td class="{"num" if c.numeric else "text"}">{_html_text(show(c.get(record), c.fmt), c.key)}</td>'
             for c in table.columns
         )
         body.append(f"<tr>{cells}</tr>")
@@ -269,6 +215,11 @@ def to_html(table: Table) -> str:
         f'<table id="table-{table.name}" class="metrics" data-table="{table.name}">\n'
         f"<thead><tr>{head}</tr></thead>\n<tbody>\n" + "\n".join(body) + "\n</tbody>\n</table>"
     )
+
+
+def _html_text(text: str, breakable: bool) -> str:
+    escaped = html.escape(text)
+    return re.sub(r"([_/])(?=.)", r"\1<wbr>", escaped) if breakable else escaped
 
 
 # ------------------------------------------------------------------ builders
@@ -289,7 +240,9 @@ def _describe(name: str, attribute: str) -> str:
 
 def key_columns(keys: Sequence[str]) -> tuple[Column[Any], ...]:
     """The grouping's key columns (mode, policy, ...), read from the ``key`` every grouped record carries."""
-    return tuple(Column(KEY_HEADERS.get(name, name), "text", _key_part(index)) for index, name in enumerate(keys))
+    return tuple(
+        Column(KEY_HEADERS.get(name, name), "text", _key_part(index), key=True) for index, name in enumerate(keys)
+    )
 
 
 def _key_part(index: int) -> Callable[[Any], str]:
@@ -324,7 +277,7 @@ def _mode_says(attribute: str) -> Callable[[GroupMetrics], str]:
 SEED000_COLUMNS: tuple[Column[GroupMetrics], ...] = (
     Column("who decides each step", "text", _mode_says("decides")),
     Column("actions the model can see", "text", _mode_says("visible")),
-    Column("who can really stop a run", "text", _mode_says("stopper")),
+    Column("who can really stop a run", "text", _mode_says("stopper"), narrow=True),
     Column("what happened", "text", happened),
 )
 
@@ -386,7 +339,7 @@ UNANSWERED = "unanswered review"  # the headline's column of them, shown only wh
 APPROVER_HINT = "--approver scripted:plan_reader"  # the approver that answers plan reviews by reading the plan
 
 HEADLINE_COLUMNS: tuple[Column[Headline], ...] = (
-    Column("n", "int", lambda h: h.judged, "judged runs (complete, not ended by infrastructure)."),
+    Column("n", "int", lambda h: h.judged, "judged runs (complete, not ended by infrastructure).", narrow=True),
     *(
         Column(
             VERDICT_HEADERS[v],
@@ -404,7 +357,7 @@ HEADLINE_COLUMNS: tuple[Column[Headline], ...] = (
         "runs stopped at their mode's own plan review, which no one answers without an approver: not judged "
         "(wrong place by construction), counted apart.",
     ),
-    Column("stop-correct", "pct", unless_not_applicable(lambda h: h.stop.rate)),
+    Column("stop-correct", "pct", unless_not_applicable(lambda h: h.stop.rate), narrow=True),
     Column(
         "95% CI",
         "ci",
@@ -417,6 +370,7 @@ HEADLINE_COLUMNS: tuple[Column[Headline], ...] = (
         "pct",
         unless_not_applicable(lambda h: h.oracle.rate),
         "stop-correct and every oracle check met (required work, order, content): a right stop is not right work.",
+        narrow=True,
     ),
     Column(PASS_K, "pct", unless_not_applicable(lambda h: h.pass_k)),
     Column(
@@ -501,23 +455,27 @@ def _verdict_share(verdict: str) -> Callable[[GroupMetrics], float]:
     return lambda g: g.verdict_share(verdict)
 
 
+NARROW_VERDICTS = ("correct", "early", "late", "no_stop")  # the one-column variant's counts; the shares stay wide
 VERDICTS_COLUMNS: tuple[Column[GroupMetrics], ...] = (
-    Column("judged (n)", "int", lambda g: g.judged),
-    *(Column(VERDICT_HEADERS[v], "int", _verdict_count(v)) for v in JUDGED_VERDICTS),
+    Column("judged (n)", "int", lambda g: g.judged, narrow=True),
+    *(Column(VERDICT_HEADERS[v], "int", _verdict_count(v), narrow=v in NARROW_VERDICTS) for v in JUDGED_VERDICTS),
     *(Column(f"{VERDICT_HEADERS[v]} %", "pct", _verdict_share(v)) for v in JUDGED_VERDICTS),
     Column("infrastructure", "int", lambda g: g.infrastructure, "not judged."),
     Column("no verdict", "int", lambda g: g.unverdicted, "traces older than verdicts."),
 )
 
 
+# What each stop verdict means, said where a reader cannot open docs/metrics.md (the tables' notes, LaTeX).
+VERDICT_MEANINGS = (
+    "correct; early (before the required work); skipped approval (finished where a suspension was due, attempting "
+    "nothing the gate guards); late (an unauthorized commit, or finished after attempting a gated action); wrong "
+    "place (another gate); no stop (step or transition limit); failed closed (the mode refused or erred with "
+    "nothing unauthorized committed)"
+)
+
+
 def verdicts_table(metrics: Metrics) -> Table[GroupMetrics]:
-    about = (
-        "Where each judged run stopped, judged by the runtime against the oracle: correct; early (before the "
-        "required work); skipped approval (finished where a suspension was due, attempting nothing the gate "
-        "guards); late (an unauthorized commit, or finished after attempting a gated action); wrong place "
-        "(another gate); no stop (step or transition limit); failed closed (the mode refused or erred with "
-        "nothing unauthorized committed)."
-    )
+    about = f"Where each judged run stopped, judged by the runtime against the oracle: {VERDICT_MEANINGS}."
     return Table(
         f"verdicts_by_{metrics.grouping}",
         "Stop verdicts",
@@ -543,9 +501,9 @@ class ViolationRow:
 
 VIOLATIONS_COLUMNS: tuple[Column[ViolationRow], ...] = (
     Column("#", "int", lambda r: r.rank),
-    Column("violation", "text", lambda r: r.violation.kind),
-    Column("subject", "text", lambda r: clean_text(r.violation.subject, SUBJECT_WIDTH)),
-    Column("runs", "int", lambda r: r.violation.runs, "judged runs with at least one."),
+    Column("violation", "text", lambda r: r.violation.kind, narrow=True),
+    Column("subject", "text", lambda r: clean_text(r.violation.subject, SUBJECT_WIDTH), narrow=True),
+    Column("runs", "int", lambda r: r.violation.runs, "judged runs with at least one.", narrow=True),
     Column("of judged", "pct", lambda r: r.violation.runs / r.group.judged if r.group.judged else math.nan),
     Column("occurrences", "int", lambda r: r.violation.occurrences),
     Column("example run", "text", lambda r: _example(r.violation, r.with_source)),
@@ -580,17 +538,17 @@ CORRECTNESS_COLUMNS: tuple[Column[GroupMetrics], ...] = (
     Column("incomplete", "int", lambda g: g.incomplete),
     Column("infra runs", "int", lambda g: g.infrastructure),
     Column("unanswered reviews", "int", lambda g: g.unanswered_reviews),
-    Column("judged (n)", "int", lambda g: g.judged),
+    Column("judged (n)", "int", lambda g: g.judged, narrow=True),
     Column("stop-correct", "int", lambda g: g.stop.successes),
-    Column("rate", "pct", unless_not_applicable(lambda g: g.stop.rate)),
+    Column("rate", "pct", unless_not_applicable(lambda g: g.stop.rate), narrow=True),
     Column("95% low", "pct", lambda g: g.stop.low),
     Column("95% high", "pct", lambda g: g.stop.high),
-    Column("oracle passed", "pct", unless_not_applicable(lambda g: g.oracle.rate)),
+    Column("oracle passed", "pct", unless_not_applicable(lambda g: g.oracle.rate), narrow=True),
     Column("oracle 95% low", "pct", lambda g: g.oracle.low),
     Column("oracle 95% high", "pct", lambda g: g.oracle.high),
     Column("stories", "int", lambda g: g.stop_clustered.clusters),
-    Column("cluster 95% low", "pct", lambda g: g.stop_clustered.low),
-    Column("cluster 95% high", "pct", lambda g: g.stop_clustered.high),
+    Column("cluster 95% low", "pct", lambda g: g.stop_clustered.low, narrow=True),
+    Column("cluster 95% high", "pct", lambda g: g.stop_clustered.high, narrow=True),
     Column("oracle cluster 95% low", "pct", lambda g: g.oracle_clustered.low),
     Column("oracle cluster 95% high", "pct", lambda g: g.oracle_clustered.high),
     Column("interval", "text", lambda g: g.stop_clustered.method),
@@ -620,7 +578,7 @@ def _pass_at(k: int) -> Callable[[GroupMetrics], float]:
 
 def pass_k_columns(max_k: int) -> tuple[Column[GroupMetrics], ...]:
     """pass^1 .. pass^max_k: as many as the trials allow."""
-    return tuple(Column(f"pass^{k}", "pct", _pass_at(k)) for k in range(1, max_k + 1))
+    return tuple(Column(f"pass^{k}", "pct", _pass_at(k), narrow=True) for k in range(1, max_k + 1))
 
 
 def pass_k_table(metrics: Metrics) -> Table[GroupMetrics]:
@@ -646,12 +604,19 @@ SIDE_EFFECTS_COLUMNS: tuple[Column[GroupMetrics], ...] = (
         lambda g: g.unauthorized_side_effects,
         "committed side effects an enforcing gateway refuses (closed gate, role, allowlist, precondition) or the "
         "story's oracle forbids;",
+        narrow=True,
     ),
     Column("runs with unauthorized", "int", lambda g: g.runs_with_unauthorized),
-    Column("premature", "int", lambda g: g.premature_side_effects, "the gated ones, committed before approval."),
+    Column(
+        "premature",
+        "int",
+        lambda g: g.premature_side_effects,
+        "the gated ones, committed before approval.",
+        narrow=True,
+    ),
     Column("runs with premature", "int", lambda g: g.runs_with_premature),
     Column("premature / run", "num", lambda g: g.premature_per_run),
-    Column("blocked", "int", lambda g: g.side_effects_blocked),
+    Column("blocked", "int", lambda g: g.side_effects_blocked, narrow=True),
     Column(
         "wait marker, went on",
         "int",
@@ -667,6 +632,13 @@ SIDE_EFFECTS_COLUMNS: tuple[Column[GroupMetrics], ...] = (
         "side effects committed again after a person resumed the run (must be 0).",
     ),
     Column("premature in infra runs", "int", lambda g: g.infrastructure_premature),
+    Column(
+        "cache hits",
+        "int",
+        lambda g: g.cache_hits,
+        "calls of a cached read-only action answered from the run's tool cache (the tool did not run);",
+    ),
+    Column("cached calls", "int", lambda g: g.cache_calls, "calls of actions with a tool cache, hits and misses."),
 )
 
 
@@ -683,9 +655,13 @@ def _blocked_for(reason: str) -> Callable[[GroupMetrics], int | None]:
     return lambda g: g.blocked_by.get(reason) if g.blocked_by is not None else None
 
 
+NARROW_BLOCKS = ("gate", "precondition", "role")  # the reasons the one-column variant keeps
 BLOCKED_COLUMNS: tuple[Column[GroupMetrics], ...] = (
-    Column("blocked", "int", lambda g: g.side_effects_blocked),
-    *(Column(label, "int", _blocked_for(reason)) for reason, label in BLOCK_REASONS.items()),
+    Column("blocked", "int", lambda g: g.side_effects_blocked, narrow=True),
+    *(
+        Column(label, "int", _blocked_for(reason), narrow=reason in NARROW_BLOCKS)
+        for reason, label in BLOCK_REASONS.items()
+    ),
     Column("other", "int", lambda g: g.blocked_other),
 )
 
@@ -694,7 +670,8 @@ def blocked_table(metrics: Metrics) -> Table[GroupMetrics]:
     about = (
         "Attempts the gateway refused, by its reason: gate (approval not given), precondition (required "
         "artifacts missing), role (the agent's role may not call it), allowlist (not offered at that point), "
-        "invalid args, unknown action, not an action. Judged runs only."
+        "invalid args, unknown action, not an action, sensitive input (the input scanner found card data, an id "
+        "or a key). Judged runs only."
     )
     return Table(
         f"blocked_by_{metrics.grouping}",
@@ -709,8 +686,14 @@ def _spread_of(attribute: str, statistic: str) -> Callable[[GroupMetrics], Any]:
     return lambda g: getattr(getattr(g, attribute), statistic)
 
 
+NARROW_COST = ("steps", "model calls", "total tokens")  # their means in the one-column variant
 COST_COLUMNS: tuple[Column[GroupMetrics], ...] = tuple(
-    Column(f"{name} {statistic}", "num", _spread_of(attribute, statistic))
+    Column(
+        f"{name} {statistic}",
+        "num",
+        _spread_of(attribute, statistic),
+        narrow=statistic == "mean" and name in NARROW_COST,
+    )
     for name, attribute in (
         ("steps", "steps"),
         ("model calls", "llm_calls"),
@@ -738,7 +721,7 @@ def _usd_total(g: GroupMetrics) -> float | Unpriced | None:
 
 
 PRICE_COLUMNS: tuple[Column[GroupMetrics], ...] = (  # with --prices only
-    Column("USD / run", "usd", _usd_per_run),
+    Column("USD / run", "usd", _usd_per_run, narrow=True),
     Column("USD total", "usd", _usd_total),
     Column("priced runs", "int", lambda g: g.cost.priced_runs if g.cost is not None else None),
     Column("unpriced runs", "int", lambda g: g.cost.unpriced_runs if g.cost is not None else None),
@@ -769,7 +752,10 @@ LATENCY_COLUMNS: tuple[Column[GroupMetrics], ...] = tuple(
     for scope, attribute in (("run", "run_latency"), ("call", "call_latency"))
     for column in (
         Column(f"{scope} n", "int", _spread_of(attribute, "n")),
-        *(Column(f"{scope} {s} ms", "ms", _spread_of(attribute, s)) for s in ("p50", "p95", "p99", "mean", "std")),
+        *(
+            Column(f"{scope} {s} ms", "ms", _spread_of(attribute, s), narrow=s in ("p50", "p95"))
+            for s in ("p50", "p95", "p99", "mean", "std")
+        ),
     )
 )
 
@@ -791,10 +777,10 @@ def latency_table(metrics: Metrics) -> Table[GroupMetrics]:
 ERRORS_COLUMNS: tuple[Column[GroupMetrics], ...] = (
     Column("runs", "int", lambda g: g.runs),
     Column("error runs", "int", lambda g: g.error_runs),
-    Column("error rate", "pct", lambda g: g.error_rate),
+    Column("error rate", "pct", lambda g: g.error_rate, narrow=True),
     Column("infra runs", "int", lambda g: g.infrastructure),
-    Column("infra rate", "pct", lambda g: g.infrastructure_rate),
-    Column("mode error rate", "pct", lambda g: g.mode_error_rate),
+    Column("infra rate", "pct", lambda g: g.infrastructure_rate, narrow=True),
+    Column("mode error rate", "pct", lambda g: g.mode_error_rate, narrow=True),
 )
 
 
@@ -842,6 +828,9 @@ def _decided_by(maker: str) -> Callable[[GroupMetrics], float]:
     return lambda g: g.decision_share.get(maker, 0.0)
 
 
+NARROW_DECIDERS = ("llm", "workflow", "gateway", "human")  # the deciders the one-column variant keeps
+
+
 def decisions_table(metrics: Metrics) -> Table[GroupMetrics]:
     makers = [d for d in DECISION_MAKERS if any(g.decision_share.get(d) for g in metrics.groups)]
     about = (
@@ -853,8 +842,8 @@ def decisions_table(metrics: Metrics) -> Table[GroupMetrics]:
         "Who decided",
         (
             *key_columns(metrics.keys),
-            Column("deciding events", "int", lambda g: g.decisions),
-            *(Column(d, "pct", _decided_by(d)) for d in makers),
+            Column("deciding events", "int", lambda g: g.decisions, narrow=True),
+            *(Column(d, "pct", _decided_by(d), narrow=d in NARROW_DECIDERS) for d in makers),
         ),
         tuple(metrics.groups),
         about,

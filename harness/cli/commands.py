@@ -14,7 +14,7 @@ from typer.exceptions import Abort, TyperException
 from harness.choices import DEFAULT_GATEWAY_POLICY, GatewayPolicy, ProviderName, ResponseFormat
 from harness.errors import UserInputError
 from harness.matrix.exit_status import BAD_INPUT
-from harness.terminal import printable
+from harness.terminal import fit_table, printable, width, wrap
 
 if TYPE_CHECKING:
     from harness.matrix.cell_runner import Cell
@@ -44,6 +44,14 @@ class BenchCommand(TyperCommand):
         if option is not None:
             option.metavar = ""
         return option
+
+    def get_short_help_str(self, limit: int = 45) -> str:
+        """The command's first sentence, whole: ``bench --help`` wraps it instead of cutting it at ``...``."""
+        if self.short_help:
+            return str(self.short_help)
+        paragraph = " ".join((self.help or "").strip().split("\n\n")[0].split())
+        first, dot, _ = paragraph.partition(". ")
+        return first + dot.strip() if dot else paragraph
 
     def format_options(self, ctx: Any, formatter: Any) -> None:
         """A registry's names ({models}, {approvers}) go into the help only when it is shown: no start pays."""
@@ -80,18 +88,22 @@ app = typer.Typer(
 )
 
 
-def _echo(text: str = "", *, err: bool = False, nl: bool = True) -> None:
+def _echo(text: str = "", *, err: bool = False, nl: bool = True, fit: bool = True) -> None:
     """Everything bench prints goes through here: model answers, endpoint errors and file text are data, and an
     escape sequence in them must not retitle the terminal or rewrite what was printed. On stderr, one line each:
-    a newline inside a message must not forge the next one."""
-    typer.echo(printable(text, one_line=err), err=err, nl=nl)
+    a newline inside a message must not forge the next one. On stdout,
+    a line longer than the terminal (``COLUMNS``) is wrapped unless ``fit`` is off (machine-readable output)."""
+    typer.echo(printable(text, one_line=err) if err or not fit else wrap(printable(text), width()), err=err, nl=nl)
 
 
-def _table(rows: Any, headers: Any, tablefmt: str = "simple") -> str:
-    """tabulate, imported when a command prints a table: ``bench --help`` never pays for it."""
-    from tabulate import tabulate
-
-    return tabulate(rows, headers=headers, tablefmt=tablefmt)
+def _table(rows: Any, headers: Any) -> str:
+    """Rows as a table that fits the terminal's width (``COLUMNS``): numbers right-aligned, prose wrapped."""
+    cells = [["" if value is None else str(value) for value in row] for row in rows]
+    numeric = [
+        bool(rows) and all(isinstance(row[i], int | float) and not isinstance(row[i], bool) for row in rows)
+        for i in range(len(headers))
+    ]
+    return fit_table(headers, cells, numeric, width())
 
 
 def bench_command(name: str) -> Any:
@@ -114,14 +126,13 @@ def list_command(scenarios_dir: ScenariosDir = None) -> None:
         _table(
             found.modes,
             headers=["mode", "what it does", "who decides the next step", "who can really stop the run"],
-            tablefmt="simple",
         )
     )
     if found.runtimes:
         _echo("\nruntime adapters: modes run by a real agent framework (--mode runtimes; docs/runtimes.md)")
-        _echo(_table(found.runtimes, headers=["mode", "what it does", "framework", "installed"], tablefmt="simple"))
+        _echo(_table(found.runtimes, headers=["mode", "what it does", "framework", "installed"]))
     _echo()
-    _echo(_table(found.scenarios, headers=["scenario", "title", "correct stop"], tablefmt="simple"))
+    _echo(_table(found.scenarios, headers=["scenario", "title", "correct stop"]))
 
 
 @bench_command("check-scenarios")
@@ -156,7 +167,7 @@ def check_scenarios_command(
         ]
         for r in reports
     ]
-    _echo(_table(rows, headers=["scenario", "reference stops at", "eager verdicts met", "sanity"], tablefmt="simple"))
+    _echo(_table(rows, headers=["scenario", "reference stops at", "eager verdicts met", "sanity"]))
     for note in coverage_notes(reports):
         _echo(note)
     for report in reports:
@@ -166,12 +177,38 @@ def check_scenarios_command(
         raise typer.Exit(1)
 
 
+@bench_command("show-scenario")
+def show_scenario_command(
+    name: Annotated[str, typer.Argument(metavar="NAME", help="The scenario's name.", show_default=False)],
+    mermaid: Annotated[
+        bool, typer.Option("--mermaid", help="Print its workflow as a Mermaid flowchart (for a ```mermaid block).")
+    ] = False,
+    scenarios_dir: ScenariosDir = None,
+) -> None:
+    """Show one scenario: its rules and oracle, or with --mermaid its workflow graph as Mermaid text."""
+    from harness.matrix.spec import project_dirs
+    from harness.scenario.load import select_scenarios
+    from harness.scenario.mermaid import mermaid as mermaid_text
+    from harness.scenario.story_text import oracle_rows, rule_rows
+
+    (scenario,) = select_scenarios(project_dirs(scenarios_dir)[0], [name])
+    if mermaid:
+        _echo(mermaid_text(scenario), nl=False, fit=False)
+        return
+    _echo(f"{scenario.id}: {scenario.title}")
+    for title, rows in (("rules", rule_rows(scenario)), ("oracle", oracle_rows(scenario))):
+        _echo(f"\n{title}")
+        for row_name, value in rows:
+            _echo(f"  {row_name}: {' '.join(value.split())}")
+    _echo(f"\nworkflow: bench show-scenario {scenario.id} --mermaid")
+
+
 @bench_command("schema")
 def schema_command() -> None:
     """Print the scenario format as JSON Schema (the shipped scenarios/schema/scenario.schema.json)."""
     from harness.matrix.catalog import scenario_schema_text
 
-    _echo(scenario_schema_text(), nl=False)
+    _echo(scenario_schema_text(), nl=False, fit=False)
 
 
 @bench_command("run")
@@ -231,8 +268,19 @@ def run_command(
     workers: Annotated[
         int | None,
         typer.Option(
-            help="Local worker processes for a scripted or replayed matrix (default: the cores, from 2,000 runs).",
+            help="Local worker processes (default: the cores for a scripted or replayed matrix from 2,000 runs; "
+            "1 for a live model).",
             show_default=False,
+        ),
+    ] = None,
+    executor: Annotated[
+        Literal["local", "ray"],
+        typer.Option(help="local: this machine's processes; ray: batches of runs as Ray tasks (docs/scale.md#ray)."),
+    ] = "local",
+    ray_address: Annotated[
+        str | None,
+        typer.Option(
+            metavar="ADDR", help="--executor ray: the cluster to join (default: RAY_ADDRESS, else a Ray started here)."
         ),
     ] = None,
     live: Annotated[bool, typer.Option("--live", help="Same as --model live.")] = False,
@@ -341,6 +389,8 @@ def run_command(
             "resume": resume,
             "label": label,
             "workers": workers,
+            "executor": executor if executor != "local" else None,
+            "ray_address": ray_address,
         }.items()
         if value is not None
     }
@@ -367,7 +417,7 @@ def run_command(
             on_event=progress.listener,
             on_model=lambda label: setattr(tally, "model", label),
         )
-    _echo(tally.table())
+    _echo(tally.table(width()))
     named = f"run {printable(result.manifest.label, one_line=True)!r}: " if result.manifest.label else ""
     _echo(f"\n{named}{result.manifest.runs} runs, traces in {result.traces}")
     _echo(f"next: bench show {result.folder} (one run's timeline), bench report {result.folder}")
@@ -391,7 +441,9 @@ def _environment() -> dict[str, str]:
 
 
 def _note(line: str) -> None:
-    _echo(line, err=True)
+    """A note on stderr, wrapped to the terminal's width (an error stays one line; a note is read, not parsed)."""
+    for part in wrap(printable(line, one_line=True), width()).splitlines():
+        typer.echo(part, err=True)
 
 
 def _exit_with(status: tuple[int, str] | None) -> None:
@@ -484,7 +536,6 @@ def probe_command(
         _table(
             [[r.capability, r.verdict, r.detail] for r in rows],
             headers=["capability", "answer", "detail"],
-            tablefmt="simple",
         )
     )
     if not any(r.verdict == "yes" for r in rows):
@@ -645,7 +696,7 @@ def report_command(
         _echo(f"warning: {line}", err=True)
     for line in result.header:
         _echo(f"note: {line}")
-    _echo(to_terminal(result.main))
+    _echo(to_terminal(result.main, width()))
     _echo(
         f"\n{result.lines} lines read, {len(result.skipped)} skipped; {result.runs} runs "
         f"({result.incomplete} incomplete); report in {result.out}"
@@ -729,10 +780,10 @@ def compare_command(
     for line in comparison.sides:
         _echo(line)
     _echo()
-    _echo(to_terminal(comparison.verdicts()))
+    _echo(to_terminal(comparison.verdicts(), width()))
     changed = comparison.table()
     _echo()
-    _echo(to_terminal(changed) if changed.rows else "no metric changed")
+    _echo(to_terminal(changed, width()) if changed.rows else "no metric changed")
     if alpha is not None:
         _echo()
         _echo(comparison.significance)
@@ -743,6 +794,42 @@ def compare_command(
     if comparison.regressed:
         _echo(err=True)  # bench's own blank line: each _echo on stderr is one line, so a newline inside is escaped
         _echo(f"{len(comparison.regressed)} regression(s)", err=True)
+        raise typer.Exit(1)
+
+
+@bench_command("gate-check")
+def gate_check_command(
+    scenario: Annotated[str, typer.Argument(metavar="SCENARIO", help="The story whose workflow is checked.")],
+    inject: Annotated[
+        str,
+        typer.Option(
+            "--inject",
+            metavar="NODE=ERROR",
+            help="The workflow node whose action fails on every call, and the error (a bare code: HTTP CODE).",
+        ),
+    ],
+    sample: Annotated[int, typer.Option(min=1, help="Gateway records the log audit samples.")] = 20,
+    seed: Annotated[int, typer.Option(help="Seeds the run and the audit's sample.")] = 0,
+    mode: Annotated[str, typer.Option(metavar="NAME", help="The workflow mode that walks the story.")] = "workflow",
+    out: Annotated[Path | None, typer.Option(metavar="DIR", help="The run folder (default: a new one).")] = None,
+    scenarios_dir: ScenariosDir = None,
+) -> None:
+    """Seed 003's release gate: inject an error into one workflow step, check the step took its declared
+    on_failure route, and audit a sample of the run's gateway records (both hashes present and recomputed).
+
+    Exit 0 when every check holds, 1 with a line per failed check (docs/scenarios.md: the release gate).
+    """
+    from harness.matrix.release_gate import Injection, gate_check
+
+    report = gate_check(
+        scenario, Injection.parse(inject), mode=mode, sample=sample, seed=seed, out=out, scenarios_dir=scenarios_dir
+    )
+    for check in report.checks:
+        _echo(printable(check.line(), one_line=True))
+    _echo(f"run folder: {report.folder}")
+    if not report.passed:
+        failed = sum(not check.passed for check in report.checks)
+        _echo(f"release gate failed: {failed} check(s)", err=True)
         raise typer.Exit(1)
 
 
@@ -758,19 +845,33 @@ def show_command(
     mode: Annotated[str | None, typer.Option(metavar="NAME", help="Select by mode.")] = None,
     trial: Annotated[int | None, typer.Option(help="Select by trial.")] = None,
     full: Annotated[bool, typer.Option("--full", help="Show long arguments and answers whole.")] = False,
+    prompts: Annotated[
+        bool,
+        typer.Option(
+            "--prompts",
+            help="Also show what the model was sent and answered at each call (from the folder's recording), the "
+            "story's rules and oracle, the path through the workflow and the other trials of the cell.",
+        ),
+    ] = False,
+    scenarios_dir: ScenariosDir = None,
 ) -> None:
     """One run as a timeline: who decided, what was proposed, what the gateway did and why, how it ended.
 
     Without a selection that names one run, lists the runs of DIR to choose from.
     """
-    from harness.cli.timeline_text import render_text
+    from harness.cli.timeline_text import prompt_lines, render_text
     from harness.matrix.browse import show
 
     shown = show(folder, run_id=run, scenario=scenario, mode=mode, trial=trial)
     if shown.skipped:
         _note(f"warning: {shown.skipped} unreadable trace lines skipped")
     if shown.timeline is not None:
-        for line in render_text(shown.timeline, full=full):
+        lines = render_text(shown.timeline, full=full)
+        if prompts:
+            from reports.run_story import extras_of_run
+
+            lines += prompt_lines(extras_of_run(folder, shown.timeline, scenarios_dir))
+        for line in lines:
             _echo(line)
         return
     rows = [

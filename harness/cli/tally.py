@@ -58,7 +58,7 @@ class RunTally:
         tally[0] += outcome.stop_correct
         tally[1] += 1
 
-    def table(self) -> str:
+    def table(self, limit: int | None = None) -> str:
         if not self._groups:
             return "(no runs)"
         from modes import MODES
@@ -94,4 +94,4 @@ class RunTally:
             table = headline_table("model", ("model", "mode", "gateway_policy"), rows, k, "model x mode x policy")
         else:
             table = headline_table("mode", ("mode", "gateway_policy"), rows, k, "mode x policy")
-        return "\n".join([to_terminal(table), "", table.note])  # the legend: the columns' own descriptions
+        return "\n".join([to_terminal(table, limit), "", table.note])  # the legend: the columns' own descriptions

@@ -60,3 +60,48 @@ def ending_lines(end: Ending | None, safe: Any = lambda text: text) -> list[str]
         lines.append(f"  {'oracle':<14}" + ("failed: the stop was not correct" if end.oracle_passed is False else "?"))
     lines += [f"  {name:<14}{safe(value)}" for name, value in end.facts]
     return lines
+
+
+def prompt_lines(extras: Any) -> list[str]:
+    """What ``bench show --prompts`` adds below the timeline (``extras``: reports.run_story.RunExtras): the run's
+    path through the workflow, the other trials of its cell, the story's rules and oracle, and every model call's
+    messages and raw answer, whole: their lines kept, none cut (the terminal's width wraps them)."""
+    from harness.scenario.story_text import oracle_rows, rule_rows
+
+    lines = [""]
+    if extras.path:
+        lines.append(_line("path through the workflow: " + " → ".join(extras.path)))
+    trials = [
+        f"trial {s.trial if s.trial is not None else '?'} {s.run_id}" + (" (this run)" if s.itself else "")
+        for s in extras.siblings
+    ]
+    if len(trials) > 1:
+        lines.append(_line("trials of this cell: " + ", ".join(trials)))
+    scenario = extras.story.scenario
+    lines += ["", _line(f"story {scenario.id}: {scenario.title}" if scenario is not None else "story")]
+    if extras.story.note:
+        lines.append(_line(f"  note: {extras.story.note}"))
+    if scenario is not None:
+        for title, rows in (("rules", rule_rows(scenario)), ("oracle", oracle_rows(scenario))):
+            lines.append(f"  {title}")
+            for name, value in rows:
+                lines.append(_line(f"    {name}: {' '.join(value.split())}"))
+    lines += ["", _line(f"model calls: {extras.calls_note}")]
+    for number, call in enumerate(extras.calls or [], start=1):
+        head = [f"call {number}", f"step {call.step}", call.purpose, f"{call.latency_ms / 1000:.1f} s"]
+        if call.prompt_tokens is not None or call.completion_tokens is not None:
+            head.append(f"{call.prompt_tokens or 0:,} → {call.completion_tokens or 0:,} tokens")
+        lines += ["", _line(" · ".join(head))]
+        for message in call.messages:
+            lines.append(f"  [{_line(message.role)}]")
+            lines += [_line(f"    {line}") for line in printable(message.content).splitlines()]
+        if call.problem is not None:
+            lines.append(_line(f"  [no answer] {call.problem}"))
+        if call.answer is not None:
+            lines.append("  [answer]")
+            lines += [_line(f"    {line}") for line in printable(call.answer).splitlines()]
+    return lines
+
+
+def _line(text: str) -> str:
+    return printable(text, one_line=True)

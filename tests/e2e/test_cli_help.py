@@ -28,6 +28,7 @@ COMMANDS = [
     "compare",
     "show",
     "runs",
+    "gate-check",
 ]
 
 

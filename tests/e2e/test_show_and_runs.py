@@ -360,3 +360,40 @@ def test_a_long_listing_is_cut_and_says_how_many_more(folders, monkeypatch, caps
     total = len({e.run_id for e in read_events(folders["verdicts"] / "traces.jsonl")})
     assert code == 0 and f"... and {total - 3:,} more" in out and f"{total:,} runs; show one" in out
     assert len([line for line in out.splitlines() if re.fullmatch(r"[0-9a-f]{16}\s.*", line)]) == 3
+
+
+def test_show_with_prompts_prints_each_calls_messages_and_raw_answer(monkeypatch, capsys):
+    """On the committed recording: what the model was sent and answered, the rules, the path and the other trial."""
+    recorded = ROOT / "results" / "recorded" / "smollm2-135m"
+    events = [
+        e for e in read_events(recorded / "traces.jsonl") if (e.scenario, e.mode) == ("data_migration", "workflow")
+    ]
+    run_id = next(e.run_id for e in events if e.trial == 1)
+    other = next(e.run_id for e in events if e.trial == 2)
+    calls = [
+        json.loads(line)
+        for line in (recorded / "recording.jsonl").read_text().splitlines()
+        if '"scenario":"data_migration","mode":"workflow","trial":1,' in line
+    ]
+    assert calls
+    code, out, err = bench(monkeypatch, capsys, "show", str(recorded), "--run", run_id, "--prompts")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert f"model calls: {len(calls)} calls from recording.jsonl" in lines
+    for call in calls:  # every line of every message and answer, whole
+        for message in call["exchange"]["request"]["messages"]:
+            for text in message["content"].splitlines():
+                assert f"    {text}".rstrip() in [line.rstrip() for line in lines]
+        answer = call["exchange"]["response"]["choices"][0]["message"]["content"]
+        assert f"    {answer}" in lines
+    assert "path through the workflow: inspect → mapping → backup → dry" in out
+    assert other in next(line for line in lines if line.startswith("trials of this cell: "))
+    assert "    safe_cutover (precedence 1, obeyed): " in out
+
+
+def test_show_scenario_prints_its_workflow_as_mermaid_and_an_unknown_name_is_one_line(monkeypatch, capsys):
+    code, out, err = bench(monkeypatch, capsys, "show-scenario", "release_pipeline", "--mermaid")
+    assert code == 0, err
+    assert out.startswith("flowchart TD\n") and "n_fix -.-> n_build" in out
+    code, out, err = bench(monkeypatch, capsys, "show-scenario", "no_such_story")
+    assert code == 2 and err.startswith("error: unknown scenario 'no_such_story'") and len(err.splitlines()) == 1

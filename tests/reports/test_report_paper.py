@@ -15,10 +15,12 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from harness.models import RECORDED_MODEL
 from reports import figures as figs
+from reports.decision_kinds import decision_tallies
+from reports.latex import PACKAGES, latex_escape, to_latex
 from reports.load import load_traces
-from reports.metrics import compute, latency_samples, prepare
+from reports.metrics import GROUP_KEYS, compute, latency_samples, prepare
 from reports.report import DPI, build_report, figure_context
-from reports.tables import Column, Table, latex_escape, to_latex
+from reports.tables import Column, Table
 from tests.helpers.report_fixtures import Call, Run, write_runs
 
 AUDIT = RECORDED_MODEL.with_name("smollm2-135m-audit")
@@ -43,8 +45,11 @@ def pdflatex() -> str:
 
 def compile_latex(folder: Path, body: str) -> subprocess.CompletedProcess:
     (folder / "main.tex").write_text(
-        "\\documentclass{article}\n\\usepackage{booktabs}\n\\usepackage{graphicx}\n"
-        "\\usepackage[margin=2cm]{geometry}\n\\begin{document}\n" + body + "\n\\end{document}\n"
+        "\\documentclass{article}\n\\usepackage{graphicx}\n"
+        + "".join(f"\\usepackage{{{package}}}\n" for package in PACKAGES)
+        + "\\usepackage[margin=2cm]{geometry}\n\\begin{document}\n"
+        + body
+        + "\n\\end{document}\n"
     )
     return subprocess.run(
         [pdflatex(), "-interaction=nonstopmode", "-halt-on-error", "main.tex"],
@@ -58,7 +63,7 @@ def compile_latex(folder: Path, body: str) -> subprocess.CompletedProcess:
 def test_every_latex_table_and_pdf_figure_compiles(recorded_report, tmp_path):
     tables = sorted((recorded_report / "tables").glob("*.tex"))
     figures = sorted((recorded_report / "figures").glob("*.pdf"))
-    assert len(tables) > 20 and len(figures) == 5
+    assert len(tables) > 20 and len(figures) == 10  # five figures, full width and one column wide
     body = "\n".join(
         [f"\\input{{{t}}}\n\\clearpage" for t in tables]
         + [f"\\begin{{figure}}\\includegraphics[width=\\linewidth]{{{f}}}\\end{{figure}}" for f in figures]
@@ -87,7 +92,7 @@ def test_latex_has_caption_label_right_aligned_numbers_and_math_powers(recorded_
     assert "\\label{tab:pass-k-by-mode}" in latex
     powers = re.findall(r"pass\$\^\{(\d+)\}\$", latex)  # the columns: pass^1 .. pass^k, k up to the trials
     assert powers and powers == [str(k) for k in range(1, len(powers) + 1)] and "\\^{}" not in latex
-    spec = re.search(r"\\begin\{tabular\}\{([lr]+)\}", latex).group(1)
+    spec = re.search(r"\\begin\{tabular\}\{@\{\}([lr]+)@\{\}\}", latex).group(1)
     assert spec == "ll" + "r" * len(powers)  # mode and policy left, the pass^k columns right
     assert latex_escape("50% of a_b") == "50\\% of a\\_b"
 
@@ -113,7 +118,9 @@ def plots_for(folders: list[Path], by: str = "mode") -> list[figs.Plot]:
     shown = "mode" if by == "scenario" else by
     metrics = compute(traces, shown, prepared=prepared)
     cells = compute(traces, "scenario", prepared=prepared) if by == "scenario" else None
-    return figs.all_plots(metrics, latency_samples(prepared, shown), figure_context(prepared.runs, metrics), cells)
+    decisions = decision_tallies(traces.events, GROUP_KEYS[shown])
+    context = figure_context(prepared.runs, metrics)
+    return figs.all_plots(metrics, latency_samples(prepared, shown), context, cells, decisions)
 
 
 def test_every_figure_title_names_model_policy_trials_and_n():
@@ -164,10 +171,11 @@ def test_by_scenario_draws_a_heatmap_not_a_column_of_bars():
     assert len(plots["verdicts"].figure.axes[0].get_yticklabels()) == 2 * len(recorded)  # the others: mode x policy
 
 
-def test_html_tables_scroll_and_numbers_do_not_wrap(recorded_report):
+def test_html_tables_scroll_only_sideways_and_numbers_do_not_wrap(recorded_report):
     html = (recorded_report / "report.html").read_text()
-    tables = html.count("<table ")
-    assert tables > 20 and html.count('<div class="scroll"><table ') == tables
+    tables = html.count('<table id="table-')
+    assert tables > 20 and html.count('<div class="table-wrap"><table id="table-') == tables
+    assert ".table-wrap { overflow-x: auto; max-width: 100%; }" in html  # no fixed height: every row shows
     assert ".num { text-align: right; white-space: nowrap;" in html
     intervals = re.findall(r'<td class="(\w+)">\[\d+\.\d%, \d+\.\d%\]</td>', html)
     assert intervals and set(intervals) == {"num"}  # an interval never wraps

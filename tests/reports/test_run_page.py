@@ -4,6 +4,7 @@ rendered in headless Chromium, hostile text escaped."""
 from __future__ import annotations
 
 import html
+import itertools
 import json
 import re
 import shutil
@@ -13,10 +14,12 @@ from pathlib import Path
 import pytest
 
 from harness import RunSpec, run
-from harness.records.trace import TraceEvent, read_events
+from harness.models.recording import RecordEntry
+from harness.records.trace import TraceEvent, read_events, read_records
+from harness.scenario.load import load_scenario
 from reports import run_page
 from reports.report import build_report
-from tests.helpers.bench import SCENARIOS
+from tests.helpers.bench import ROOT, SCENARIOS
 
 FLAGS = [
     "--headless",
@@ -82,10 +85,11 @@ def test_report_links_every_run_to_its_own_page(report):
     result, events = report
     page = (result.out / "report.html").read_text()
     runs = runs_of(events)
+    pages = json.loads(page.split('<script type="application/json" id="run-pages">')[1].split("</script>")[0])
+    assert pages == {run_id: f"runs/{run_id}.html" for run_id in runs}  # the runs table's links, one a run
     for run_id in runs:
-        assert f'<a href="runs/{run_id}.html">{run_id}</a>' in page
         assert (result.out / "runs" / f"{run_id}.html").is_file()
-    assert page.count("<tr data-run=") == len(runs)
+    assert page.count('<h2 id="runs"') <= 1  # one runs table (reports/runs_explorer.py), never a second
     assert {p.stem for p in (result.out / "runs").glob("*.html")} == set(runs)
 
 
@@ -151,7 +155,8 @@ def test_trace_text_is_escaped_and_file_names_stay_inside_the_runs_folder(tmp_pa
     text = page.read_text()
     assert page.parent == result.out / "runs" and "<script>" not in text and "<img" not in text
     assert "&lt;img src=x onerror=alert(1)&gt;\\u001b[2J" in text
-    assert "<script>" not in (result.out / "report.html").read_text().split('<h2 id="runs">')[1]
+    report_text = (result.out / "report.html").read_text()
+    assert "<img src=x" not in report_text and "\x1b" not in report_text
 
 
 def test_past_the_page_limit_the_report_says_how_to_open_a_run(report, tmp_path, monkeypatch):
@@ -168,3 +173,92 @@ def test_no_html_format_writes_no_run_pages(report, tmp_path):
     result, _ = report
     again = build_report([result.out.parent / "run"], tmp_path / "out", ["md"])
     assert not (again.out / "runs").exists()
+
+
+RECORDED = ROOT / "results" / "recorded" / "smollm2-135m"
+
+
+@pytest.fixture(scope="module")
+def recorded_report(tmp_path_factory):
+    """The committed recording (a real model's runs, with recording.jsonl), reported to HTML."""
+    return build_report([RECORDED], tmp_path_factory.mktemp("recorded") / "report", ["html"])
+
+
+def recorded_run(scenario: str, mode: str) -> tuple[list[TraceEvent], list[RecordEntry]]:
+    """The events of trial 1 of a cell of the committed recording, and its recorded calls."""
+    events = [e for e in read_events(RECORDED / "traces.jsonl") if (e.scenario, e.mode, e.trial) == (scenario, mode, 1)]
+    calls = [
+        entry
+        for entry in read_records(RECORDED / "recording.jsonl", RecordEntry)
+        if (entry.scenario, entry.mode, entry.trial) == (scenario, mode, 1)
+    ]
+    return events, calls
+
+
+def test_a_recorded_runs_page_holds_every_calls_messages_and_raw_answer(recorded_report):
+    events, calls = recorded_run("data_migration", "workflow")
+    assert calls, "the recording has no call of this run"
+    text = (recorded_report.out / "runs" / f"{events[0].run_id}.html").read_text()
+    sections = re.findall(r'<section class="call" id="call-(\d+)"', text)
+    assert sections == [str(n) for n in range(1, len(calls) + 1)]
+    for entry in calls:
+        for message in entry.exchange.request["messages"]:
+            assert html.escape(message["content"]) in text
+        answer = entry.exchange.response["choices"][0]["message"]["content"]
+        assert f"<pre>{html.escape(answer)}</pre>" in text
+    # each model_call row of the timeline links to its call
+    model_calls = [e.seq for e in events if e.kind == "model_call"]
+    for number, seq in enumerate(model_calls, start=1):
+        assert re.search(rf'data-seq="{seq}"[^>]*>.*?href="#call-{number}"', text)
+
+
+def test_a_recorded_runs_page_holds_the_storys_rules_and_oracle(recorded_report):
+    events, _ = recorded_run("data_migration", "workflow")
+    scenario = load_scenario(SCENARIOS / "data_migration.yaml")
+    text = (recorded_report.out / "runs" / f"{events[0].run_id}.html").read_text()
+    story = text.split('<h2 id="story">', 1)[1]
+    for rule in scenario.rules:
+        assert html.escape(" ".join(rule.text.split())) in story
+    assert f"<td>expected stop</td><td>{scenario.oracle.expected_stop}</td>" in story
+    assert "changed since this run" not in story  # the manifest's hash is the committed file's
+
+
+def test_sibling_links_resolve_to_the_other_trials_of_the_cell_and_back_to_the_report(recorded_report):
+    events, _ = recorded_run("support_ticket_triage", "workflow_routed")
+    page = recorded_report.out / "runs" / f"{events[0].run_id}.html"
+    text = page.read_text()
+    others = {
+        e.run_id
+        for e in read_events(RECORDED / "traces.jsonl")
+        if (e.scenario, e.mode) == ("support_ticket_triage", "workflow_routed") and e.run_id != events[0].run_id
+    }
+    linked = dict(re.findall(r'<a href="([^"]+)" title="run [0-9a-f]+" data-sibling="([^"]+)">', text))
+    assert set(linked.values()) == others
+    for href in linked:
+        assert (page.parent / href).is_file()
+    assert (page.parent / "../report.html").resolve().is_file() and 'href="../report.html"' in text
+
+
+def test_a_workflow_runs_page_draws_its_path_in_the_order_it_went(recorded_report):
+    events, _ = recorded_run("data_migration", "workflow")
+    moves = [e.detail for e in events if e.kind == "transition"]
+    assert moves, "the run took no transition"
+    walked = [moves[0]["from"], *(m["to"] for m in moves)]
+    text = (recorded_report.out / "runs" / f"{events[0].run_id}.html").read_text()
+    assert re.findall(r'<span data-step="\d+">([a-z_]+)</span>', text) == walked
+    svg = text.split('<svg class="workflow"', 1)[1].split("</svg>", 1)[0]
+    visits = dict(re.findall(r'data-node="([a-z_]+)" data-visits="(\d+)"', svg))
+    assert {node: int(count) for node, count in visits.items() if count != "0"} == {
+        node: walked.count(node) for node in walked
+    }
+    for source, target in set(itertools.pairwise(walked)):
+        taken = sum(1 for a, b in itertools.pairwise(walked) if (a, b) == (source, target))
+        assert f'data-from="{source}" data-to="{target}" data-taken="{taken}"' in svg
+
+
+def test_a_run_without_a_recording_says_so_in_one_line(report):
+    result, events = report
+    text = (result.out / "runs" / f"{events[0].run_id}.html").read_text()
+    calls = text.split('<h2 id="calls">', 1)[1].split("<h2", 1)[0]
+    assert calls.count('<p class="note">no recording.jsonl in this run') == 1
+    assert '<section class="call"' not in calls

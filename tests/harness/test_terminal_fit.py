@@ -1,0 +1,71 @@
+"""Tables and text fitted to the terminal's width: nothing over the limit, nothing cut, COLUMNS respected."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.terminal import fit_table, width, wrap
+
+HEADERS = ["mode", "policy", "n", "correct", "early", "stop-correct", "95% CI"]
+NUMERIC = [False, False, True, True, True, True, True]
+ROWS = [
+    ["workflow_fallback_react", "enforce", "24", "22", "0", "91.7%", "[74.2%, 100.0%]"],
+    ["react", "audit", "24", "1", "18", "4.2%", "[0.0%, 20.2%]"],
+]
+PROSE_HEADERS = ["mode", "what it does", "who decides the next step"]
+PROSE = [["react", "The model picks every next action from the tools; the loop ends at its own finish.", "the model"]]
+
+
+def _widest(text: str) -> int:
+    return max(len(line) for line in text.splitlines())
+
+
+def test_a_table_that_fits_is_one_line_per_row():
+    text = fit_table(HEADERS, ROWS, NUMERIC, 200)
+    assert len(text.splitlines()) == 2 + len(ROWS)  # header, rule, rows
+
+
+@pytest.mark.parametrize("limit", [40, 60, 80, 99])
+def test_no_line_goes_past_the_limit_and_every_value_is_still_there(limit):
+    text = fit_table(HEADERS, ROWS, NUMERIC, limit)
+    assert _widest(text) <= limit
+    flat = " ".join(text.split())
+    for row in ROWS:
+        for value in row:
+            assert value in flat
+    for header in HEADERS[2:]:  # the key columns' headers title a block only when the table is one
+        assert header in flat
+
+
+def test_a_narrow_numeric_table_becomes_one_block_per_row_titled_by_its_key():
+    text = fit_table(HEADERS, ROWS, NUMERIC, 60)
+    blocks = text.split("\n\n")
+    assert [block.splitlines()[0] for block in blocks] == ["workflow_fallback_react / enforce", "react / audit"]
+    assert "stop-correct: 91.7%" in blocks[0]
+
+
+def test_prose_columns_wrap_in_their_cells_before_the_table_turns_into_blocks():
+    text = fit_table(PROSE_HEADERS, PROSE, [False, False, False], 80)
+    assert _widest(text) <= 80
+    assert any(line.startswith("----") for line in text.splitlines())  # still a table: header, rule, rows
+    assert "own finish." in text
+
+
+def test_no_limit_leaves_the_table_whole():
+    assert _widest(fit_table(HEADERS, ROWS, NUMERIC, None)) > 60
+
+
+def test_wrap_indents_continuations_and_leaves_short_lines_alone():
+    text = wrap("short\n" + "word " * 30, 40)
+    lines = text.splitlines()
+    assert lines[0] == "short"
+    assert all(len(line) <= 40 for line in lines)
+    assert all(line.startswith("  ") for line in lines[2:])
+
+
+def test_columns_sets_the_width_and_a_pipe_without_it_has_no_limit(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "72")
+    assert width() == 72
+    monkeypatch.delenv("COLUMNS")
+    monkeypatch.setattr("sys.stdout.isatty", lambda: False)
+    assert width() is None

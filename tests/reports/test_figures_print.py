@@ -1,0 +1,187 @@
+"""Figures that go into a paper unedited: TrueType fonts, two print sizes, fonts of 7 pt or more at print size,
+latency in seconds, the who-decided figure kind by kind, one colour per meaning, n on every panel."""
+
+from __future__ import annotations
+
+import itertools
+import shutil
+import subprocess
+from pathlib import Path
+from typing import get_args
+
+import numpy as np
+import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colors import to_rgb
+from matplotlib.text import Text
+
+from harness.models import RECORDED_MODEL
+from harness.records.trace import DecisionMaker
+from reports import figures as figs
+from reports import palette
+from reports.decision_kinds import decision_tallies
+from reports.load import load_traces
+from reports.metrics import GROUP_KEYS, compute, latency_samples, prepare
+from reports.report import build_report, figure_context
+from tests.helpers.report_fixtures import Call, Run, write_runs
+
+AUDIT = RECORDED_MODEL.with_name("smollm2-135m-audit")
+
+
+@pytest.fixture(scope="module")
+def recorded_figures(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("print") / "report"
+    build_report([RECORDED_MODEL, AUDIT], out, formats=["md"])
+    return out / "figures"
+
+
+def poppler(tool: str) -> str:
+    """pdffonts or pdfinfo; without them the test fails and says what to install (docs/development.md: no skips)."""
+    found = shutil.which(tool)
+    if found is None:
+        pytest.fail(f"{tool} is needed for this test: apt-get install -y --no-install-recommends poppler-utils")
+    return found
+
+
+def fonts_of(pdf: Path) -> list[tuple[str, str]]:
+    """(name, type) of each font pdffonts lists in ``pdf``."""
+    listing = subprocess.run([poppler("pdffonts"), str(pdf)], capture_output=True, text=True, check=True).stdout
+    lines = listing.splitlines()[2:]  # a header and a rule of dashes
+    return [(line.split()[0], " ".join(line[37:54].split())) for line in lines if line.strip()]
+
+
+def test_every_pdf_figure_embeds_truetype_fonts_never_type_3(recorded_figures):
+    pdfs = sorted(recorded_figures.glob("*.pdf"))
+    assert len(pdfs) == 10  # five figures, each full width and one column wide
+    for pdf in pdfs:
+        fonts = fonts_of(pdf)
+        assert fonts, pdf.name
+        assert all("TrueType" in kind for _, kind in fonts), (pdf.name, fonts)
+        assert not any("Type 3" in kind for _, kind in fonts), (pdf.name, fonts)
+
+
+@pytest.mark.parametrize("name", ["verdicts", "stop_correctness", "latency", "tokens", "decision_share"])
+def test_each_figure_is_written_full_width_and_one_column_wide(recorded_figures, name):
+    for stem, width in ((name, figs.DOUBLE.width), (f"{name}_column", figs.COLUMN.width)):
+        info = subprocess.run(
+            [poppler("pdfinfo"), str(recorded_figures / f"{stem}.pdf")], capture_output=True, text=True, check=True
+        ).stdout
+        points = float(next(line for line in info.splitlines() if line.startswith("Page size")).split()[2])
+        assert points == pytest.approx(width * 72, abs=0.5), stem  # made at its print size: placed at 100%
+    assert (recorded_figures / f"{name}.png").is_file()
+
+
+def recorded_plots(size: figs.Size) -> list[figs.Plot]:
+    traces = load_traces([RECORDED_MODEL, AUDIT])
+    prepared = prepare(traces)
+    metrics = compute(traces, "mode", prepared=prepared)
+    decisions = decision_tallies(traces.events, GROUP_KEYS["mode"])
+    context = figure_context(prepared.runs, metrics)
+    return figs.all_plots(metrics, latency_samples(prepared, "mode"), context, None, decisions, size)
+
+
+@pytest.fixture(scope="module", params=figs.SIZES, ids=["double", "column"])
+def drawn(request) -> list[figs.Plot]:
+    plots = recorded_plots(request.param)
+    for plot in plots:
+        FigureCanvasAgg(plot.figure).draw()
+    return plots
+
+
+def visible_texts(plot: figs.Plot) -> list[Text]:
+    """The texts drawn: a tick's label outside its axis's limits is kept by matplotlib but never drawn."""
+    undrawn = set()
+    for ax in plot.figure.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            low, high = sorted(axis.get_view_interval())
+            undrawn |= {id(t.label1) for t in axis.get_major_ticks() if not low - 1e-9 <= t.get_loc() <= high + 1e-9}
+    return [t for t in plot.figure.findobj(Text) if t.get_visible() and t.get_text().strip() and id(t) not in undrawn]
+
+
+def test_no_text_is_smaller_than_7_points_at_print_size(drawn):
+    for plot in drawn:
+        small = {t.get_text(): t.get_fontsize() for t in visible_texts(plot) if t.get_fontsize() < 7}
+        assert not small, (plot.stem, small)
+
+
+def test_no_text_runs_off_the_figure(drawn):
+    for plot in drawn:
+        renderer = plot.figure.canvas.get_renderer()  # type: ignore[attr-defined]
+        page = plot.figure.bbox
+        for text in visible_texts(plot):
+            box = text.get_window_extent(renderer)
+            assert box.x0 >= page.x0 - 1 and box.x1 <= page.x1 + 1, (plot.stem, text.get_text())
+
+
+def test_every_panel_states_its_n(drawn):
+    for plot in drawn:
+        for ax in plot.figure.axes:
+            if not ax.get_visible() or ax.get_label() == "<colorbar>":
+                continue
+            words = ax.get_title(loc="left") + ax.get_title()
+            assert "n = " in words, (plot.stem, words)
+
+
+def test_latency_is_in_seconds_with_few_ticks(drawn):
+    plot = next(p for p in drawn if p.name == "latency")
+    for ax in plot.figure.axes:
+        assert ax.get_xlabel() == "seconds"
+        ticks = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+        assert 2 <= len(ticks) <= 7 and all(len(t) <= 3 for t in ticks), ticks  # 0-90 s: never 5-digit ms
+
+
+def test_the_decision_figure_counts_each_kind_apart_per_run(tmp_path):
+    runs = [
+        Run(f"{m}-{i}", m, trial=i, calls=[Call(100.0, 300, 40, "x")], deciders=deciders)
+        for m, deciders in (("react", ["runtime"]), ("workflow", ["workflow", "workflow"]))
+        for i in range(1, 4)
+    ]
+    traces = load_traces([write_runs(tmp_path / "run", runs)])
+    prepared = prepare(traces)
+    metrics = compute(traces, "mode", prepared=prepared)
+    decisions = decision_tallies(traces.events, GROUP_KEYS["mode"])
+    plot = figs.decision_share(metrics, decisions, figure_context(prepared.runs, metrics))
+    titles = [ax.get_title(loc="left") for ax in plot.figure.axes]
+    assert titles and all("n = 6 runs" in t for t in titles), titles
+    assert any(t.startswith("proposals") for t in titles)
+    for g in metrics.groups:  # the bars are events per run of each kind, not shares of one pool
+        tally = decisions[g.key]
+        assert tally.runs == 3
+        assert tally.of_kind("proposal") == pytest.approx(1.0)  # one model call per run
+    assert "per complete run" in plot.figure.get_suptitle()
+    legend = plot.figure.legends[0]
+    assert legend.get_title().get_text().startswith("decision maker")
+
+
+def lab(colour: str) -> np.ndarray:
+    """CIE L*a*b* (D65) of an sRGB colour."""
+    rgb = np.array(to_rgb(colour))
+    linear = np.where(rgb > 0.04045, ((rgb + 0.055) / 1.055) ** 2.4, rgb / 12.92)
+    xyz = np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722], [0.0193, 0.1192, 0.9505]]) @ linear
+    xyz = xyz / np.array([0.95047, 1.0, 1.08883])
+    f = np.where(xyz > (6 / 29) ** 3, np.cbrt(xyz), xyz / (3 * (6 / 29) ** 2) + 4 / 29)
+    return np.array([116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])])
+
+
+def test_no_two_meanings_share_a_colour_in_one_report():
+    close = [
+        (a, b, round(float(np.linalg.norm(lab(ca) - lab(cb))), 1))
+        for (a, ca), (b, cb) in itertools.combinations(palette.MEANINGS.items(), 2)
+        if np.linalg.norm(lab(ca) - lab(cb)) < palette.DISTINCT
+    ]
+    assert not close, close
+    assert set(palette.DECISION_MAKERS) == set(get_args(DecisionMaker))  # every decision maker has its colour
+
+
+def test_the_figures_draw_only_palette_colours_for_meanings(drawn):
+    """Every filled bar is a palette colour (or white under a hatch): no figure picks a colour of its own."""
+    allowed = {palette_rgb(c) for c in palette.MEANINGS.values()} | {palette_rgb("white")}
+    for plot in drawn:
+        for ax in plot.figure.axes:
+            for patch in ax.patches:
+                if patch.get_width() > 0 and patch.get_fill():
+                    assert palette_rgb(patch.get_facecolor()) in allowed, (plot.stem, patch.get_facecolor())
+
+
+def palette_rgb(colour) -> tuple[float, ...]:
+    return tuple(round(v, 3) for v in to_rgb(colour))
