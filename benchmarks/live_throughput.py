@@ -40,8 +40,8 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def bench_round(url: str, requests: int, concurrency: int, folder: Path) -> tuple[float, list[dict]]:
-    """Requests per second of a live bench run (one model call per run), and the bodies it sent."""
+def bench_round(url: str, requests: int, concurrency: int, folder: Path, workers: int = 1) -> tuple[float, list[dict]]:
+    """Requests per second of a live bench run in ``workers`` processes (one model call per run), and its bodies."""
     env = {"LLM_API_URL": url, "LLM_MODEL": "instant", "LLM_API_KEY": "sk-benchmark-key-0123456789"}
     spec = RunSpec.build(
         env=env,
@@ -50,6 +50,7 @@ def bench_round(url: str, requests: int, concurrency: int, folder: Path) -> tupl
         scenarios=["blog_brief_approval"],
         trials=requests,
         concurrency=concurrency,
+        workers=workers,
         live={"provider": "generic"},
         out=folder,
     )

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import multiprocessing
 import os
 import resource
@@ -30,8 +29,7 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.live_throughput import free_port  # noqa: E402
-from harness import RunSpec, run  # noqa: E402
+from benchmarks.live_throughput import bench_round, free_port  # noqa: E402
 from harness.matrix.workers import worker_share  # noqa: E402
 
 TARGET = 0.9
@@ -42,28 +40,6 @@ def cpu_seconds() -> tuple[float, float]:
     """CPU seconds so far of this process and of its ended child processes (bench's workers, the bare clients)."""
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
-
-
-def bench_round(url: str, requests: int, concurrency: int, workers: int, folder: Path) -> tuple[float, list[dict]]:
-    """Requests per second of a live bench run in ``workers`` processes (one model call per run), and its bodies."""
-    env = {"LLM_API_URL": url, "LLM_MODEL": "instant", "LLM_API_KEY": KEY}
-    spec = RunSpec.build(
-        env=env,
-        model="live",
-        modes=["react"],
-        scenarios=["blog_brief_approval"],
-        trials=requests,
-        concurrency=concurrency,
-        workers=workers,
-        live={"provider": "generic"},
-        out=folder,
-    )
-    started = time.perf_counter()
-    result = run(spec)
-    elapsed = time.perf_counter() - started
-    bodies = [json.loads(line)["exchange"]["request"] for line in (result.folder / "recording.jsonl").open()]
-    assert len(bodies) == requests, f"{len(bodies)} calls recorded, {requests} expected"
-    return requests / elapsed, bodies
 
 
 def bare_process(url: str, bodies: list[dict], concurrency: int) -> None:
@@ -121,7 +97,7 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as tmp:
             for round_ in range(args.rounds):
                 own, children = cpu_seconds()
-                rate, bodies = bench_round(url, args.requests, args.concurrency, args.workers, Path(tmp) / str(round_))
+                rate, bodies = bench_round(url, args.requests, args.concurrency, Path(tmp) / str(round_), args.workers)
                 own_after, children_after = cpu_seconds()
                 baseline = bare_round(url, bodies, args.concurrency, args.workers)
                 spent["driver"] += own_after - own

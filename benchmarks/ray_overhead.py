@@ -12,7 +12,6 @@ Run: .venv/bin/python benchmarks/ray_overhead.py [--trials 20] [--workers 2] [--
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 import tempfile
@@ -24,10 +23,9 @@ sys.path.insert(0, str(ROOT))
 
 import ray  # noqa: E402
 
+from benchmarks.workers_throughput import comparable  # noqa: E402
 from harness.matrix.pipeline import RunSpec  # noqa: E402
 from harness.matrix.pipeline import run as run_matrix  # noqa: E402
-
-TIMING_FIELDS = ("ts", "latency_ms")
 
 
 def timed(folder: Path, trials: int, **how: object) -> tuple[float, float, int]:
@@ -37,20 +35,6 @@ def timed(folder: Path, trials: int, **how: object) -> tuple[float, float, int]:
     result = run_matrix(spec)
     assert result.manifest.status == "complete", result.manifest.stopped_because
     return time.perf_counter() - wall, time.process_time() - cpu, result.manifest.runs or 0
-
-
-def comparable(folder: Path) -> list[str]:
-    """The folder's trace lines without what differs between executors (time), sorted."""
-    lines = []
-    with open(folder / "traces.jsonl", encoding="utf-8") as handle:
-        for line in handle:
-            event = json.loads(line)
-            for name in TIMING_FIELDS:
-                event.pop(name, None)
-            if event.get("outcome"):
-                event["outcome"].pop("wall_ms", None)
-            lines.append(json.dumps(event, sort_keys=True))
-    return sorted(lines)
 
 
 def main() -> None:

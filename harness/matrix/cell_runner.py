@@ -37,7 +37,7 @@ from harness.records.checkpoint import (
 from harness.records.folder import RUNTIME_DIR
 from harness.records.trace import ErrorInfo, RunOutcome, TraceEvent
 from harness.scenario.model import Scenario
-from modes import get_mode
+from modes import Mode, get_mode
 from modes.runtimes.base import RuntimeMode
 
 
@@ -175,18 +175,7 @@ async def execute_run(
     interrupted: BaseException | None = None
     ended_by: str | None = None  # the kind of the error that ended the run: infrastructure runs are not judged
     if not resumed_framework:  # a replayed run writes it muted; a framework's resume goes on after its stop
-        trace.emit(
-            step=0,
-            decision_maker="runtime",
-            kind="run_start",
-            detail={
-                "seed": seed,
-                "gateway_policy": config.gateway_policy,
-                "limits": scenario.limits.model_dump(),
-                "parameters": mode.parameters(),
-                "agent_role": scenario.agent_role,
-            },
-        )
+        emit_start(trace, scenario, mode, seed, config.gateway_policy)
     try:
         if resumed_framework:
             assert isinstance(mode, RuntimeMode) and resuming is not None and decision is not None
@@ -229,6 +218,43 @@ async def execute_run(
         raise interrupted  # its decision stays claimed: the next bench resume carries it out from the checkpoint
     wall_ms = (clock.monotonic() - started) * 1000.0 + (resuming.wall_ms if resuming is not None else 0.0)
     runtime = runtime_state(gateway, trace) if framework else None  # before the summary: the stop's own step
+    outcome = emit_summary(trace, scenario, gateway, result, wall_ms=wall_ms, ended_by=ended_by)
+    earlier = resuming.replies if resumed_framework and resuming is not None else ()
+    if config.checkpoints is not None and resuming is not None:  # where the run now stands replaces the claim
+        config.checkpoints.settle(resuming, checkpoint_of(ctx, cell, config, seed, result, wall_ms, runtime, earlier))
+    elif config.checkpoints is not None and result.status == "suspended":
+        config.checkpoints.save(checkpoint_of(ctx, cell, config, seed, result, wall_ms, runtime))
+    if interrupted is not None:
+        raise interrupted
+    return outcome
+
+
+def emit_start(trace: RunTrace, scenario: Scenario, mode: Mode, seed: int, gateway_policy: str) -> None:
+    """A run's first line: its seed, gateway policy, limits, the mode's parameters and the agent's role."""
+    trace.emit(
+        step=0,
+        decision_maker="runtime",
+        kind="run_start",
+        detail={
+            "seed": seed,
+            "gateway_policy": gateway_policy,
+            "limits": scenario.limits.model_dump(),
+            "parameters": mode.parameters(),
+            "agent_role": scenario.agent_role,
+        },
+    )
+
+
+def emit_summary(
+    trace: RunTrace,
+    scenario: Scenario,
+    gateway: Gateway,
+    result: ModeResult,
+    *,
+    wall_ms: float,
+    ended_by: str | None,
+) -> RunOutcome:
+    """A run's last line: its outcome, judged by the runtime from what the gateway recorded."""
     outcome = judge(
         scenario,
         gateway,
@@ -249,13 +275,6 @@ async def execute_run(
         outcome=outcome,
         final=True,
     )
-    earlier = resuming.replies if resumed_framework and resuming is not None else ()
-    if config.checkpoints is not None and resuming is not None:  # where the run now stands replaces the claim
-        config.checkpoints.settle(resuming, checkpoint_of(ctx, cell, config, seed, result, wall_ms, runtime, earlier))
-    elif config.checkpoints is not None and result.status == "suspended":
-        config.checkpoints.save(checkpoint_of(ctx, cell, config, seed, result, wall_ms, runtime))
-    if interrupted is not None:
-        raise interrupted
     return outcome
 
 

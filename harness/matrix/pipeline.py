@@ -416,7 +416,7 @@ def _run_cells(
             most_workers = max(most_workers, workers)
             if one.executor == "ray":
                 manifest = _run_in_ray(
-                    folder, manifest, cells_of(label), one, matrix, stop, done, on_event, streak, label
+                    folder, manifest, cells_of(label), one, matrix, stop, done, on_event, streak, notify, index, label
                 )
             elif workers > 1:
                 manifest = _run_in_workers(
@@ -476,10 +476,36 @@ def _run_in_workers(
     label: str,
 ) -> Manifest:
     """The matrix in ``workers`` local processes (``harness.matrix.workers``); this process writes every line (a
-    live model's recording too). A live model's endpoint is checked here, once, and every worker asks it (a local
-    model: the one server started here); the manifest says what it says for one process."""
+    live model's recording too), and checks a live model's endpoint once (``_on_shared_endpoint``)."""
+    return _on_shared_endpoint(
+        folder,
+        manifest,
+        spec,
+        matrix,
+        streak,
+        notify,
+        index,
+        lambda endpoint: _work_in_processes(
+            folder, endpoint, cells, spec, matrix, stop, done, workers, on_event, streak, notify, label
+        ),
+    )
+
+
+def _on_shared_endpoint(
+    folder: Path,
+    manifest: Manifest,
+    spec: RunSpec,
+    matrix: Matrix,
+    streak: FailureStreak,
+    notify: Notify,
+    index: int,
+    work: Callable[[LiveConfig | None], list[WorkerExited]],
+) -> Manifest:
+    """Runs ``work`` (an executor's matrix) with the endpoint its workers ask: None for a model that is not live.
+    A live model's endpoint is checked here, once, and every worker asks it (a local model: the one server started
+    here); the manifest says what it says for one process, with what the workers' clients learnt merged in."""
     if not spec.model.live:
-        _work_in_processes(folder, None, cells, spec, matrix, stop, done, workers, on_event, streak, notify, label)
+        work(None)
         return manifest
     from harness.models.shared_endpoint import merged_facts, shared_endpoint
 
@@ -497,9 +523,7 @@ def _run_in_workers(
         reports: list[WorkerExited] = []
         streak.last_error = lambda: next((r.last_error for r in reversed(reports) if r.last_error), None)
         try:
-            reports += _work_in_processes(
-                folder, shared.config, cells, spec, matrix, stop, done, workers, on_event, streak, notify, label
-            )
+            reports += work(shared.config)
         finally:
             learnt = merged_facts([r.facts for r in reports if r.facts])
             if learnt:
@@ -546,17 +570,27 @@ def _run_in_ray(
     done: OnDone,
     on_event: OnEvent | None,
     streak: FailureStreak,
+    notify: Notify,
+    index: int,
     label: str,
 ) -> Manifest:
-    """The matrix as batches of Ray tasks (``harness.matrix.ray_executor``); this process writes every line. The
-    manifest says so, and counts the late duplicate results the driver dropped."""
-    from harness.matrix.ray_executor import run_in_ray
+    """The matrix as batches of Ray tasks (``harness.matrix.ray_executor``); this process writes every line (a live
+    model's recording too) and checks a live model's endpoint once, as for worker processes. The manifest says so,
+    and counts the late duplicate results the driver dropped."""
+    from harness.matrix.ray_executor import RayStats, run_in_ray
     from harness.matrix.spec import check_ray_models
 
-    check_ray_models(spec)  # a --resume of a live matrix
-    setup = _worker_setup(folder, spec, matrix, on_event, label)
-    with _driver_writes(folder, matrix, on_event, done, recording=False) as write:
-        stats = run_in_ray(streak.cells(cells), setup, write, stop, address=spec.ray_address)
+    check_ray_models(spec)  # a --resume of a local model's matrix
+    stats = RayStats()
+
+    def work(endpoint: LiveConfig | None) -> list[WorkerExited]:
+        nonlocal stats
+        setup = _worker_setup(folder, spec, matrix, on_event, label, endpoint)
+        with _driver_writes(folder, matrix, on_event, done, recording=endpoint is not None) as write:
+            stats = run_in_ray(streak.cells(cells), setup, write, stop, address=spec.ray_address)
+        return [WorkerExited(0, stats.facts or None, stats.last_error)]
+
+    manifest = _on_shared_endpoint(folder, manifest, spec, matrix, streak, notify, index, work)
     duplicates = manifest.duplicate_units + stats.duplicates
     return manifest.model_copy(update={"executor": "ray", "duplicate_units": duplicates})
 

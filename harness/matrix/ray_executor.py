@@ -5,8 +5,10 @@ batch of unit keys, checks that it runs the driver's bench and scenarios (``Fing
 path every executor shares (``unit_batch.run_batch_blocking``) and returns its units whole. The driver (the calling
 process) is the only writer of ``traces.jsonl`` and keeps exactly one result per unit id (``UnitLedger``). It owns
 retries: Ray's are off (``max_retries=0``), and a batch whose task was lost with its worker or node goes back in the
-queue up to ``MAX_ATTEMPTS`` times, after which its units are written as infrastructure errors (``lost_unit``). A
-stop request (SIGINT, SIGTERM) cancels the tasks in flight: their units are not written, and ``--resume`` runs them.
+queue up to ``MAX_ATTEMPTS`` times, after which its units are written as infrastructure errors (``lost_unit``). A live
+model's endpoint, checked once by the driver, comes with the setup: each task asks it with its share of
+``--concurrency`` (at most that many tasks at once), and its exchanges come back with their units. A stop request
+(SIGINT, SIGTERM) cancels the tasks in flight: their units are not written, and ``--resume`` runs them.
 Ray is imported only here, only when ``--executor ray`` is asked for (the ``bench[ray]`` extra).
 """
 
@@ -26,16 +28,18 @@ from typing import Any
 from harness.core.clock import SystemClock
 from harness.core.context import RunInfo, RunTrace
 from harness.core.gateway import Gateway
-from harness.core.outcome import ModeResult, judge
+from harness.core.outcome import ModeResult
 from harness.core.signals import StopRequest
 from harness.core.store import VirtualStore
 from harness.errors import UserInputError, WriteFailed
-from harness.matrix.cell_runner import Cell, run_seed, scenario_digest
+from harness.matrix.cell_runner import Cell, emit_start, emit_summary, run_seed, scenario_digest
 from harness.matrix.provenance import bench_commit, prompt_hash
 from harness.matrix.unit_batch import UnitDone, UnitKey, WorkerSetup, run_batch_blocking
 from harness.matrix.units import unit_id
-from harness.matrix.workers import batches
-from harness.records.trace import ErrorInfo, Usage, serialized
+from harness.matrix.workers import batches, worker_share
+from harness.models.choice import OpenSource
+from harness.models.shared_endpoint import merged_facts
+from harness.records.trace import ErrorInfo, serialized
 from harness.version import __version__
 from modes import get_mode
 
@@ -92,11 +96,23 @@ class Refused:
     line: str
 
 
+@dataclass(frozen=True)
+class BatchDone:
+    """A task's finished units, and what a live endpoint taught the task's client (its steps down, its last error)."""
+
+    units: list[UnitDone]
+    facts: dict[str, Any] | None = None
+    last_error: str | None = None
+
+
 _SETUPS: dict[str, WorkerSetup] = {}  # a worker process's setups by object id: unpickled once, not once a task
 
 
-def run_ray_batch(boxed: list[Any], keys: Sequence[UnitKey], expected: Fingerprint) -> list[UnitDone] | Refused:
-    """A Ray task: checks it runs the driver's bench and scenarios, then runs its batch to the end.
+def run_ray_batch(
+    boxed: list[Any], keys: Sequence[UnitKey], expected: Fingerprint, concurrency: int
+) -> BatchDone | Refused:
+    """A Ray task: checks it runs the driver's bench and scenarios, then runs its batch to the end with
+    ``concurrency`` runs (a live model: requests) in flight.
 
     ``boxed`` holds the setup's object reference inside a list, so Ray hands over the reference and this process
     fetches (and unpickles) the setup once for all its tasks.
@@ -116,7 +132,13 @@ def run_ray_batch(boxed: list[Any], keys: Sequence[UnitKey], expected: Fingerpri
     differs = expected.mismatch(fingerprint(setup))
     if differs is not None:
         return Refused(f"--executor ray: node {node} runs another version ({differs}); install the same bench there")
-    return run_batch_blocking(setup, keys)
+    learnt: dict[str, Any] = {}
+
+    def closing(opened: OpenSource) -> None:
+        learnt.update(facts=opened.facts(), last_error=opened.last_error())
+
+    units = run_batch_blocking(replace(setup, concurrency=concurrency), keys, closing=closing)
+    return BatchDone(units, learnt.get("facts") or None, learnt.get("last_error"))
 
 
 @dataclass
@@ -157,6 +179,15 @@ class RayStats:
     duplicates: int = 0
     resent: int = 0  # batches sent again after their task was lost
     lost_units: int = 0  # units written as infrastructure errors after MAX_ATTEMPTS lost tasks
+    facts: dict[str, Any] = field(default_factory=dict)  # what a live endpoint taught the tasks' clients, merged
+    last_error: str | None = None  # a live endpoint's last failed request a task saw
+
+    def learnt(self, answer: BatchDone) -> None:
+        """Keeps what a task's client learnt: each step down once (``merged_facts``), and its last error."""
+        if answer.facts:
+            self.facts = merged_facts([self.facts, answer.facts] if self.facts else [answer.facts])
+        if answer.last_error:
+            self.last_error = answer.last_error
 
 
 @dataclass
@@ -182,6 +213,9 @@ def run_in_ray(
     connection this process has already. Returns when every unit is written, or when a stop request ended the
     matrix; a task's own error (a bug, a file it could not write) or a worker that refuses raises here, after the
     tasks in flight are cancelled.
+
+    A live model (``setup.endpoint``) runs in at most ``setup.concurrency`` tasks at once, each holding its share of
+    it (``worker_share`` of its slot), so ``--concurrency`` bounds the requests in flight across the cluster.
     """
     stop.polled()  # a signal only sets the request: the loop below sees it between results and cancels the tasks
     ray = _ray()
@@ -192,20 +226,26 @@ def run_in_ray(
         remote = ray.remote(max_retries=0, num_cpus=1)(run_ray_batch)
         boxed = [ray.put(setup)]
         expected = fingerprint(setup)
-        limit = max(1, TASKS_PER_CPU * int(ray.cluster_resources().get("CPU", 1)))
+        cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        live = setup.endpoint is not None
+        limit = max(1, min(cpus, setup.concurrency)) if live else TASKS_PER_CPU * cpus
+        free = deque(range(limit))  # the slots a task in flight holds (a live model: its share of --concurrency)
         numbered = (_Batch(n, keys) for n, keys in enumerate(batches(cells, batch_units or BATCH_UNITS)))
         again: deque[_Batch] = deque()
-        in_flight: dict[Any, _Batch] = {}
+        in_flight: dict[Any, tuple[_Batch, int]] = {}
         try:
             while not stop.requested:
-                for batch in _next_batches(again, numbered, limit - len(in_flight)):
+                for batch in _next_batches(again, numbered, len(free)):
+                    slot = free.popleft()
+                    share = worker_share(setup.concurrency, limit, slot) if live else setup.concurrency
                     batch.attempts += 1
                     ledger.sent(batch.number)
-                    in_flight[remote.remote(boxed, batch.keys, expected)] = batch
+                    in_flight[remote.remote(boxed, batch.keys, expected, share)] = (batch, slot)
                 if not in_flight:
                     break
                 for reference in _finished(ray, list(in_flight)):
-                    batch = in_flight.pop(reference)
+                    batch, slot = in_flight.pop(reference)
+                    free.append(slot)
                     answer = _answer(ray, reference, batch)
                     ledger.settled(batch.number)
                     if isinstance(answer, Refused):
@@ -218,7 +258,8 @@ def run_in_ray(
                         for key in batch.keys:
                             on_unit(lost_unit(setup, key, batch.last_error, batch.attempts))
                     else:
-                        for unit in answer:
+                        stats.learnt(answer)
+                        for unit in answer.units:
                             if ledger.first(batch.number, unit.run_id):
                                 on_unit(unit)
         finally:
@@ -247,7 +288,7 @@ def _next_batches(again: deque[_Batch], numbered: Iterator[_Batch], room: int) -
             return
 
 
-def _answer(ray: Any, reference: Any, batch: _Batch) -> list[UnitDone] | Refused | None:
+def _answer(ray: Any, reference: Any, batch: _Batch) -> BatchDone | Refused | None:
     """A finished task's units or refusal; None when its worker, node or result was lost (the batch goes again).
     A task that raised raises here: a file it could not write as WriteFailed, anything else with its line."""
     exceptions = ray.exceptions
@@ -259,7 +300,7 @@ def _answer(ray: Any, reference: Any, batch: _Batch) -> list[UnitDone] | Refused
         exceptions.OutOfMemoryError,
     )
     try:
-        answer: list[UnitDone] | Refused = ray.get(reference)
+        answer: BatchDone | Refused = ray.get(reference)
     except lost as exc:
         batch.last_error = f"{type(exc).__name__}: {_first_line(exc)}"
         return None
@@ -303,18 +344,7 @@ def lost_unit(setup: WorkerSetup, key: UnitKey, why: str, attempts: int) -> Unit
     events: list[Any] = []
     label = setup.label or setup.model.describe()
     trace = RunTrace(events.append, RunInfo(run_id, scenario_id, mode_name, label, trial), SystemClock())
-    trace.emit(
-        step=0,
-        decision_maker="runtime",
-        kind="run_start",
-        detail={
-            "seed": seed,
-            "gateway_policy": setup.gateway_policy,
-            "limits": scenario.limits.model_dump(),
-            "parameters": get_mode(mode_name).parameters(),
-            "agent_role": scenario.agent_role,
-        },
-    )
+    emit_start(trace, scenario, get_mode(mode_name), seed, setup.gateway_policy)
     message = f"Ray lost this unit's task {attempts} times; last: {why}"
     trace.emit(
         step=0,
@@ -324,26 +354,7 @@ def lost_unit(setup: WorkerSetup, key: UnitKey, why: str, attempts: int) -> Unit
         error=ErrorInfo(kind="internal", message=message),
     )
     gateway = Gateway(scenario, VirtualStore.for_scenario(scenario), setup.gateway_policy)
-    outcome = judge(
-        scenario,
-        gateway,
-        ModeResult("error"),
-        llm_calls=0,
-        usage=Usage(),
-        wall_ms=0.0,
-        errors=dict(trace.errors),
-        ended_by="internal",
-    )
-    trace.emit(
-        step=outcome.steps,
-        decision_maker="runtime",
-        kind="summary",
-        result=outcome.status,
-        usage=outcome.usage,
-        latency_ms=outcome.wall_ms,
-        outcome=outcome,
-        final=True,
-    )
+    outcome = emit_summary(trace, scenario, gateway, ModeResult("error"), wall_ms=0.0, ended_by="internal")
     shown = tuple(events) if setup.with_events else ()
     return UnitDone(key, run_id, serialized(events), outcome, shown)
 

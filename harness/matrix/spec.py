@@ -204,13 +204,12 @@ class RunSpec(BaseModel):
 
 
 def check_ray_models(spec: RunSpec) -> None:
-    """The Ray executor runs scripted and replayed models; a live or local model is refused in one line (its
-    model-server actor is not built: docs/scale.md#ray)."""
-    live = next((choice for choice in spec.models if choice.live), None)
-    if live is not None:
+    """The Ray executor runs scripted, replayed and live models; the bundled local model is refused in one line (its
+    model-server actor per node is not built: docs/scale.md#ray)."""
+    if any(choice.kind == "local" for choice in spec.models):
         raise UserInputError(
-            f"--executor ray: runs scripted and replayed models; --model {live.describe()} is not supported on Ray "
-            "yet (docs/scale.md#ray)"
+            "--executor ray: --model local is not supported on Ray yet (a llama.cpp server per node is not built); "
+            "run it with --workers, or serve a model yourself and use --model live (docs/scale.md#ray)"
         )
 
 

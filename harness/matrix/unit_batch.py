@@ -144,12 +144,15 @@ async def unit_session(
             await config.model.aclose()
 
 
-def run_batch_blocking(setup: WorkerSetup, keys: Sequence[UnitKey]) -> list[UnitDone]:
-    """Runs one batch to its end in a fresh event loop and returns its units (for executors without a stream)."""
+def run_batch_blocking(
+    setup: WorkerSetup, keys: Sequence[UnitKey], *, closing: Callable[[OpenSource], None] | None = None
+) -> list[UnitDone]:
+    """Runs one batch to its end in a fresh event loop and returns its units (for executors without a stream);
+    ``closing`` sees the model source before it closes (what a live endpoint taught this batch's client)."""
     done: list[UnitDone] = []
 
     async def main() -> None:
-        async with unit_session(setup, StopRequest(), done.append) as run:
+        async with unit_session(setup, StopRequest(), done.append, closing=closing) as run:
             await run(keys)
 
     asyncio.run(main())

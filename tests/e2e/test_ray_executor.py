@@ -1,6 +1,7 @@
 """The Ray executor on a two-node cluster started here: the same traces and report tables as the local executors,
-every cell exactly once when a node is removed mid-matrix, a --resume that runs only what is missing, and a
-worker running another bench refused in one line.
+every cell exactly once when a node is removed mid-matrix, a --resume that runs only what is missing, a worker
+running another bench refused in one line, and a live model's matrix (its recording written by the driver) that
+replays.
 
 One cluster for the module (two nodes of one CPU each, a small object store, no dashboard), so the file stays
 within a couple of minutes on 2 busy cores.
@@ -20,13 +21,18 @@ import pytest
 ray = pytest.importorskip("ray", reason="the Ray executor needs the [ray] extra (pip install 'bench[ray]')")
 
 from ray.cluster_utils import Cluster  # noqa: E402
+from typer.testing import CliRunner  # noqa: E402
 
 from harness import RunSpec, run  # noqa: E402
+from harness.cli.commands import app  # noqa: E402
 from harness.errors import UserInputError  # noqa: E402
 from harness.matrix import ray_executor  # noqa: E402
+from harness.models.recording import RecordEntry  # noqa: E402
 from harness.records.manifest import read_manifest  # noqa: E402
+from harness.records.trace import read_events  # noqa: E402
 from reports.report import metrics_for  # noqa: E402
 from reports.tables import to_csv, verdicts_table  # noqa: E402
+from tests.helpers.fault_server import FaultServer  # noqa: E402
 
 MATRIX = {
     "model": "scripted:random",
@@ -92,7 +98,7 @@ def test_a_node_removed_mid_matrix_leaves_every_cell_exactly_once(cluster, tmp_p
     spare_id, started = spare.node_id, tmp_path / "a task started on the spare node"
     real = ray_executor.run_ray_batch
 
-    def held_on_spare(boxed: Any, keys: Any, expected: Any) -> Any:
+    def held_on_spare(boxed: Any, keys: Any, expected: Any, concurrency: int) -> Any:
         """Runs on the workers (pickled by value): a task on the spare node waits there until the node is gone; the
         other nodes' tasks wait until it has one (else they could end the matrix before the spare node starts)."""
         if ray.get_runtime_context().get_node_id() == spare_id:
@@ -101,7 +107,7 @@ def test_a_node_removed_mid_matrix_leaves_every_cell_exactly_once(cluster, tmp_p
         deadline = time.monotonic() + 60
         while not started.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
-        return real(boxed, keys, expected)
+        return real(boxed, keys, expected, concurrency)
 
     lost: list[str] = []
     answer = ray_executor._answer
@@ -149,3 +155,32 @@ def test_a_worker_running_another_bench_is_refused_in_one_line(cluster, tmp_path
     with pytest.raises(UserInputError, match=r"^--executor ray: node \w+ runs another version \(bench 0.0.0-other"):
         run_matrix(tmp_path / "refused", executor="ray")
     assert not (tmp_path / "refused").exists()  # no run was written: the folder the run made is removed
+
+
+def test_a_live_model_on_ray_is_judged_as_in_one_process_and_its_recording_replays(cluster, tmp_path, monkeypatch):
+    monkeypatch.setattr(ray_executor, "BATCH_UNITS", 1)  # a task a unit: both nodes' tasks ask the endpoint
+    key = "sk-ray-MARKER-51c2"
+    live = {"modes": ("react", "workflow"), "scenarios": ("blog_brief_approval", "refund_amount"), "trials": 1}
+    with FaultServer(["ok"], delay_s=0.05) as server:
+        env = {"LLM_API_URL": server.base_url, "LLM_MODEL": "fault-model", "LLM_API_KEY": key}
+
+        def live_run(name: str, **changes: Any) -> Any:
+            spec = RunSpec.build(env=env, model="live", concurrency=2, out=tmp_path / name, **live | changes)  # type: ignore[arg-type]
+            return run(spec)
+
+        one = live_run("one", workers=1)
+        result = live_run("ray", executor="ray")
+    assert result.manifest.status == "complete" and result.manifest.executor == "ray"
+    assert server.max_in_flight <= 2  # --concurrency bounds the requests of every task together
+    assert without_time(result.folder) == without_time(one.folder)
+    assert verdicts(result.folder) == verdicts(one.folder)
+    entries = [RecordEntry.model_validate_json(line) for line in (result.folder / "recording.jsonl").open()]
+    events = read_events(result.folder / "traces.jsonl")
+    calls = [(e.scenario, e.mode, e.trial) for e in events if e.kind == "model_call"]
+    assert calls and sorted((e.scenario, e.mode, e.trial) for e in entries) == sorted(calls)
+    assert key not in (result.folder / "recording.jsonl").read_text()
+    ray_live, one_live = read_manifest(result.folder).live, read_manifest(one.folder).live
+    assert ray_live is not None and one_live is not None
+    assert ray_live.model_dump() == one_live.model_dump()  # the same server: the same facts, the global bound
+    replay = CliRunner().invoke(app, ["replay", str(result.folder), "--out", str(tmp_path / "again")])
+    assert replay.exit_code == 0, replay.output

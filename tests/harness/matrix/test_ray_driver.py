@@ -11,7 +11,7 @@ import pytest
 
 from harness.errors import UserInputError
 from harness.matrix.exit_status import RunEnds
-from harness.matrix.ray_executor import Fingerprint, UnitLedger, lost_unit
+from harness.matrix.ray_executor import BatchDone, Fingerprint, RayStats, UnitLedger, lost_unit
 from harness.matrix.spec import RunSpec
 from harness.matrix.unit_batch import WorkerSetup
 from harness.models.choice import choose
@@ -69,9 +69,21 @@ def test_a_fingerprint_names_what_differs_and_ignores_an_unknown_commit():
     )
 
 
-def test_ray_refuses_a_live_model_and_an_address_without_the_executor_in_one_line():
+def test_ray_takes_a_live_model_and_refuses_the_local_one_and_an_address_without_the_executor_in_one_line():
     env = {"LLM_API_URL": "http://x", "LLM_MODEL": "m", "LLM_API_KEY": "k"}
-    with pytest.raises(UserInputError, match=r"^--executor ray: runs scripted and replayed models; --model live is"):
-        RunSpec.build(model="live", executor="ray", env=env)
+    assert RunSpec.build(model="live", executor="ray", env=env).executor == "ray"
+    with pytest.raises(UserInputError, match=r"^--executor ray: --model local is not supported on Ray yet \("):
+        RunSpec.build(model="local", executor="ray")
     with pytest.raises(UserInputError, match=r"^--ray-address needs --executor ray$"):
         RunSpec.build(model="scripted:random", ray_address="ray://head:10001")
+
+
+def test_each_step_down_the_tasks_clients_learnt_is_kept_once_with_the_last_error():
+    step = {"what": "token_param", "before": "max_tokens", "after": "max_completion_tokens"}
+    other = {"what": "tool_choice", "before": "required", "after": "auto"}
+    stats = RayStats()
+    stats.learnt(BatchDone([], {"adaptations": [step]}, "HTTP 500"))
+    stats.learnt(BatchDone([], {"adaptations": [step, other]}, None))
+    stats.learnt(BatchDone([], None, None))
+    assert stats.facts["adaptations"] == [step, other]
+    assert stats.last_error == "HTTP 500"
