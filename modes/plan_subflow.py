@@ -101,7 +101,7 @@ async def run_plan_subflow(ctx: RunContext, node: Node, *, step: int, observatio
         problems = plan_problems(candidate, offered, room)
         last_chance = replans >= node.max_replans
         verdict = "ACCEPT" if not problems else "REJECT" if last_chance else "REVISE"
-        ctx.plan_verdict(verdict, problems, replans)
+        ctx.plan_verdict(verdict, problems, replans, step=flow.handback.step)
         if problems:
             reason = "plan rejected: " + "; ".join(problems)
             if last_chance:

@@ -575,6 +575,8 @@ def _violations(rows: pd.DataFrame, keys: tuple[str, ...]) -> dict[tuple[str, ..
     """The TOP_VIOLATIONS most frequent (kind, subject) per group, over judged runs, with an example run."""
     if rows.empty:
         return {}
+    # the example is the smallest run id with the violation: the same whatever order executors wrote the runs in
+    rows = rows.iloc[np.argsort(rows["run_id"].astype(str).to_numpy(), kind="stable")]
     grouped = rows.groupby([*keys, "kind", "subject"], observed=True, sort=False)
     table = grouped.agg(
         runs=("run_id", "nunique"),

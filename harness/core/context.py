@@ -362,10 +362,11 @@ class RunContext:
             detail={"from": source, "to": target},
         )
 
-    def plan_verdict(self, verdict: str, reasons: list[str], revision: int) -> None:
-        """Traces the plan validator's verdict on a proposed plan."""
+    def plan_verdict(self, verdict: str, reasons: list[str], revision: int, step: int = 0) -> None:
+        """Traces the plan validator's verdict on a proposed plan (a plan mode plans before step 1; a plan node at its
+        graph step)."""
         self.trace.emit(
-            step=0,
+            step=step,
             decision_maker="plan_validator",
             kind="plan_validation",
             result=verdict,
