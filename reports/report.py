@@ -20,7 +20,7 @@ from reports.metrics import GROUP_KEYS, GROUPINGS, Grouping, Metrics, compute, l
 from reports.paired import paired_table
 from reports.prices import PriceTable
 from reports.provenance import provenance_warnings
-from reports.runs_explorer import RunsTable, link_run_pages, runs_table
+from reports.runs_explorer import RunsTable, runs_table
 from reports.spectrum import spectrum_tables
 from reports.writing import write_whole
 
@@ -212,9 +212,7 @@ def build_report(
     if "html" in formats:  # every run's timeline on a page of its own, linked from report.html
         from reports.run_page import write_run_pages
 
-        pages = write_run_pages(traces, out)
-        link_run_pages(out / "report.html", pages)  # the runs table's run ids open their pages
-        files += pages
+        files += write_run_pages(traces, out)  # and the runs table's run ids open them
     return ReportResult(
         out=out,
         main=tbl.main_table(metrics[by]),

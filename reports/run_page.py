@@ -25,6 +25,7 @@ from harness.scenario.story_text import oracle_rows, rule_rows
 from harness.terminal import printable
 from reports.load import Traces
 from reports.run_story import FolderFacts, RunExtras, StoryFinder, siblings_of
+from reports.runs_explorer import with_run_pages
 from reports.workflow_svg import STYLE as WORKFLOW_STYLE
 from reports.workflow_svg import workflow_svg
 from reports.writing import write_whole
@@ -345,7 +346,10 @@ def write_run_pages(traces: Traces, out: Path, library: Path | None = None) -> l
             target = out / RUNS_DIR / f"{name}.html"
             _put(target, page(t, extras=extras))
             written.append(target)
-    _put(report, link_report(report.read_text(encoding="utf-8"), links, total))
+    pages: dict[str, str] = {}
+    for link in links:  # a run id in two folders links its first page
+        pages.setdefault(link.timeline.run.run_id, link.href)
+    _put(report, with_run_pages(link_report(report.read_text(encoding="utf-8"), links, total), pages))
     return written
 
 

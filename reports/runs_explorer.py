@@ -4,7 +4,7 @@ The rows travel as one JSON blob (one array per run, in column order) that a sma
 (reports/html_assets.py: SCRIPT) draws, at most RENDER_STEP rows at a time: a page of many thousand runs stays
 usable, and a filter reads every embedded row, not only the drawn ones. Past MAX_EMBEDDED_RUNS the first runs in
 table order are embedded and the page says how many are left out; the grouped tables above still count every run.
-Run ids link to the run pages (reports/run_page.py) once those are written: ``link_run_pages`` fills their
+Run ids link to the run pages (reports/run_page.py) once those are written: ``with_run_pages`` fills their
 addresses in afterwards, read from the pages themselves.
 """
 
@@ -12,20 +12,16 @@ from __future__ import annotations
 
 import html
 import json
-import re
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 import pandas as pd
 
 from reports.html_assets import SCRIPT
-from reports.writing import write_whole
 
 MAX_EMBEDDED_RUNS = 20_000  # about 3 MB of JSON; a larger folder's runs are opened with bench show
 RENDER_STEP = 500  # rows drawn at a time; "show more" draws the next ones
 PAGES_PLACEHOLDER = '<script type="application/json" id="run-pages">{}</script>'
-_PAGE_RUN = re.compile(rb'<body[^>]*\sdata-run="([^"]*)"')
 
 
 @dataclass(frozen=True)
@@ -168,21 +164,10 @@ def runs_section(table: RunsTable, section_id: str, title: str) -> str:
     )
 
 
-def link_run_pages(report: Path, pages: list[Path]) -> None:
-    """Fills report.html's run page addresses in: each page's run id (its ``<body data-run>``) -> its relative path.
-
-    Called after reports/run_page.py wrote the pages; a page without a run id is left out (its run shows no link).
-    """
-    if not pages or not report.is_file():
-        return
-    links: dict[str, str] = {}
-    for page in pages:
-        with open(page, "rb") as handle:
-            found = _PAGE_RUN.search(handle.read(65_536))
-        if found is not None:
-            run_id = html.unescape(found.group(1).decode("utf-8", errors="replace"))
-            links.setdefault(run_id, page.relative_to(report.parent).as_posix())
-    text = report.read_text(encoding="utf-8")
-    if PAGES_PLACEHOLDER in text:
-        filled = f'<script type="application/json" id="run-pages">{_script_json(links)}</script>'
-        write_whole(report, text.replace(PAGES_PLACEHOLDER, filled, 1))
+def with_run_pages(text: str, links: Mapping[str, str]) -> str:
+    """report.html's text with its run page addresses filled in (run id -> path relative to the report); the
+    run pages (reports/run_page.py) call it as they link the page, so report.html is rewritten once."""
+    if not links or PAGES_PLACEHOLDER not in text:
+        return text
+    filled = f'<script type="application/json" id="run-pages">{_script_json(dict(links))}</script>'
+    return text.replace(PAGES_PLACEHOLDER, filled, 1)
