@@ -26,6 +26,7 @@ from harness.core.approvals import parse_approver
 from harness.core.signals import RunInterrupted, StopRequest
 from harness.errors import UserInputError, WriteFailed
 from harness.matrix.cell_runner import Cell, MatrixConfig, cells_for, matrix_config, run_matrix
+from harness.matrix.custom_mode import is_agent_spec
 from harness.matrix.exit_status import INFRASTRUCTURE, RunEnds
 from harness.matrix.frameworks import framework_versions, ready_modes
 from harness.matrix.provenance import KEY_LIBRARIES, bench_commit, prompt_hash, scenario_hashes
@@ -46,6 +47,7 @@ from harness.version import __version__
 from modes import MODES
 
 if TYPE_CHECKING:
+    from harness.matrix.ray_model_servers import NodeServers
     from harness.models.live import LiveConfig
 
 __all__ = ["Matrix", "RunResult", "plan", "run", "versions"]
@@ -500,10 +502,12 @@ def _on_shared_endpoint(
     notify: Notify,
     index: int,
     work: Callable[[LiveConfig | None], list[WorkerExited]],
+    servers: NodeServers | None = None,
 ) -> Manifest:
     """Runs ``work`` (an executor's matrix) with the endpoint its workers ask: None for a model that is not live.
     A live model's endpoint is checked here, once, and every worker asks it (a local model: the one server started
-    here); the manifest says what it says for one process, with what the workers' clients learnt merged in."""
+    here, or with ``servers`` the one on each Ray node, checked there); the manifest says what it says for one
+    process, with what the workers' clients learnt merged in."""
     if not spec.model.live:
         work(None)
         return manifest
@@ -517,8 +521,10 @@ def _on_shared_endpoint(
         run_folder=folder,
         scenarios=matrix.scenarios,
         notify=notify,
+        checked=servers.config if servers is not None else None,
     ) as shared:
-        manifest = _with_live(manifest, index, shared.live)
+        live = shared.live if servers is None else shared.live.model_copy(update=servers.manifest_facts())
+        manifest = _with_live(manifest, index, live)
         manifest.write(folder)
         reports: list[WorkerExited] = []
         streak.last_error = lambda: next((r.last_error for r in reversed(reports) if r.last_error), None)
@@ -527,7 +533,7 @@ def _on_shared_endpoint(
         finally:
             learnt = merged_facts([r.facts for r in reports if r.facts])
             if learnt:
-                manifest = _with_live(manifest, index, shared.live.model_copy(update=learnt))
+                manifest = _with_live(manifest, index, live.model_copy(update=learnt))
     return manifest
 
 
@@ -577,20 +583,25 @@ def _run_in_ray(
     """The matrix as batches of Ray tasks (``harness.matrix.ray_executor``); this process writes every line (a live
     model's recording too) and checks a live model's endpoint once, as for worker processes. The manifest says so,
     and counts the late duplicate results the driver dropped."""
-    from harness.matrix.ray_executor import RayStats, run_in_ray
-    from harness.matrix.spec import check_ray_models
+    from harness.matrix.ray_executor import RayStats, connected, run_in_ray
+    from harness.matrix.ray_model_servers import node_model_servers
 
-    check_ray_models(spec)  # a --resume of a local model's matrix
     stats = RayStats()
+    with contextlib.ExitStack() as stack:
+        servers = None
+        if spec.model.kind == "local":  # a llama.cpp server on each node, owned by an actor there
+            ray = stack.enter_context(connected(spec.ray_address))
+            notify("starting the bundled model server (SmolLM2-135M, llama.cpp) on each Ray node ...")
+            servers = stack.enter_context(node_model_servers(ray, spec.live_options, spec.concurrency))
 
-    def work(endpoint: LiveConfig | None) -> list[WorkerExited]:
-        nonlocal stats
-        setup = _worker_setup(folder, spec, matrix, on_event, label, endpoint)
-        with _driver_writes(folder, matrix, on_event, done, recording=endpoint is not None) as write:
-            stats = run_in_ray(streak.cells(cells), setup, write, stop, address=spec.ray_address)
-        return [WorkerExited(0, stats.facts or None, stats.last_error)]
+        def work(endpoint: LiveConfig | None) -> list[WorkerExited]:
+            nonlocal stats
+            setup = _worker_setup(folder, spec, matrix, on_event, label, endpoint)
+            with _driver_writes(folder, matrix, on_event, done, recording=endpoint is not None) as write:
+                stats = run_in_ray(streak.cells(cells), setup, write, stop, address=spec.ray_address, servers=servers)
+            return [WorkerExited(0, stats.facts or None, stats.last_error)]
 
-    manifest = _on_shared_endpoint(folder, manifest, spec, matrix, streak, notify, index, work)
+        manifest = _on_shared_endpoint(folder, manifest, spec, matrix, streak, notify, index, work, servers)
     duplicates = manifest.duplicate_units + stats.duplicates
     return manifest.model_copy(update={"executor": "ray", "duplicate_units": duplicates})
 
@@ -617,6 +628,8 @@ def _worker_setup(
         driver_pid=os.getpid(),
         label=label,
         endpoint=endpoint,
+        agents=tuple(name for name in matrix.modes if is_agent_spec(name)),
+        workdir=Path.cwd(),
     )
 
 

@@ -34,6 +34,7 @@ from harness.core.store import VirtualStore
 from harness.errors import UserInputError, WriteFailed
 from harness.matrix.cell_runner import Cell, emit_start, emit_summary, run_seed, scenario_digest
 from harness.matrix.provenance import bench_commit, prompt_hash
+from harness.matrix.ray_model_servers import NodeServers
 from harness.matrix.unit_batch import UnitDone, UnitKey, WorkerSetup, run_batch_blocking
 from harness.matrix.units import unit_id
 from harness.matrix.workers import batches, worker_share
@@ -109,10 +110,11 @@ _SETUPS: dict[str, WorkerSetup] = {}  # a worker process's setups by object id: 
 
 
 def run_ray_batch(
-    boxed: list[Any], keys: Sequence[UnitKey], expected: Fingerprint, concurrency: int
+    boxed: list[Any], keys: Sequence[UnitKey], expected: Fingerprint, concurrency: int, url: str | None = None
 ) -> BatchDone | Refused:
     """A Ray task: checks it runs the driver's bench and scenarios, then runs its batch to the end with
-    ``concurrency`` runs (a live model: requests) in flight.
+    ``concurrency`` runs (a live model: requests) in flight; ``url``, when given, is the chat URL of the model server
+    on this task's node (``--model local``: ``ray_model_servers``).
 
     ``boxed`` holds the setup's object reference inside a list, so Ray hands over the reference and this process
     fetches (and unpickles) the setup once for all its tasks.
@@ -137,6 +139,8 @@ def run_ray_batch(
     def closing(opened: OpenSource) -> None:
         learnt.update(facts=opened.facts(), last_error=opened.last_error())
 
+    if url is not None and setup.endpoint is not None:
+        setup = replace(setup, endpoint=replace(setup.endpoint, url=url))
     units = run_batch_blocking(replace(setup, concurrency=concurrency), keys, closing=closing)
     return BatchDone(units, learnt.get("facts") or None, learnt.get("last_error"))
 
@@ -196,6 +200,7 @@ class _Batch:
     keys: list[UnitKey]
     attempts: int = 0
     last_error: str = ""
+    node: str | None = None  # the node it was pinned to (a model server's), while it is in flight
 
 
 def run_in_ray(
@@ -206,6 +211,7 @@ def run_in_ray(
     *,
     address: str | None = None,
     batch_units: int | None = None,
+    servers: NodeServers | None = None,
 ) -> RayStats:
     """Runs ``cells`` as Ray tasks; ``on_unit`` (the driver's writer) sees every unit once.
 
@@ -215,7 +221,9 @@ def run_in_ray(
     tasks in flight are cancelled.
 
     A live model (``setup.endpoint``) runs in at most ``setup.concurrency`` tasks at once, each holding its share of
-    it (``worker_share`` of its slot), so ``--concurrency`` bounds the requests in flight across the cluster.
+    it (``worker_share`` of its slot), so ``--concurrency`` bounds the requests in flight across the cluster. With
+    ``servers`` (``--model local``: a model server on each node) every batch is pinned to the node with a server and
+    the fewest tasks, and asks that server; a lost batch goes again to the nodes whose server is still there.
     """
     stop.polled()  # a signal only sets the request: the loop below sees it between results and cancels the tasks
     ray = _ray()
@@ -240,7 +248,7 @@ def run_in_ray(
                     share = worker_share(setup.concurrency, limit, slot) if live else setup.concurrency
                     batch.attempts += 1
                     ledger.sent(batch.number)
-                    in_flight[remote.remote(boxed, batch.keys, expected, share)] = (batch, slot)
+                    in_flight[_send(remote, servers, batch, boxed, expected, share)] = (batch, slot)
                 if not in_flight:
                     break
                 for reference in _finished(ray, list(in_flight)):
@@ -248,6 +256,10 @@ def run_in_ray(
                     free.append(slot)
                     answer = _answer(ray, reference, batch)
                     ledger.settled(batch.number)
+                    if servers is not None and batch.node is not None:
+                        servers.busy[batch.node] -= 1
+                        if answer is None:
+                            servers.forget_dead(ray)
                     if isinstance(answer, Refused):
                         raise UserInputError(answer.line)
                     if answer is None and batch.attempts < MAX_ATTEMPTS:
@@ -266,6 +278,20 @@ def run_in_ray(
             _cancel(ray, list(in_flight))
     stats.duplicates = ledger.duplicates
     return stats
+
+
+def _send(
+    remote: Any, servers: NodeServers | None, batch: _Batch, boxed: list[Any], expected: Fingerprint, share: int
+) -> Any:
+    """Starts ``batch``'s task: anywhere, or pinned to a node with a model server and given that server's URL."""
+    if servers is None:
+        return remote.remote(boxed, batch.keys, expected, share)
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    batch.node = node = servers.pick()
+    servers.busy[node] += 1
+    pinned = remote.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False))
+    return pinned.remote(boxed, batch.keys, expected, share, servers.chat_url(node))
 
 
 def _finished(ray: Any, references: list[Any]) -> list[Any]:
@@ -298,6 +324,7 @@ def _answer(ray: Any, reference: Any, batch: _Batch) -> BatchDone | Refused | No
         exceptions.LocalRayletDiedError,
         exceptions.ObjectLostError,
         exceptions.OutOfMemoryError,
+        exceptions.TaskUnschedulableError,  # pinned to a node (its model server's) that has left
     )
     try:
         answer: BatchDone | Refused = ray.get(reference)
@@ -366,6 +393,14 @@ def _ray() -> Any:
     except ImportError:
         raise UserInputError(f"--executor ray: Ray is not installed ({INSTALL_HINT})") from None
     return ray
+
+
+@contextlib.contextmanager
+def connected(address: str | None) -> Iterator[Any]:
+    """The ray module, connected for the block (``run_in_ray`` inside it uses the same connection)."""
+    ray = _ray()
+    with _connected(ray, address):
+        yield ray
 
 
 @contextlib.contextmanager

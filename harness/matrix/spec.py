@@ -192,25 +192,13 @@ class RunSpec(BaseModel):
         given = sorted(spec.live.model_fields_set) if spec.live is not None else []
         if given and not any(choice.live for choice in spec.models):
             raise UserInputError(f"{_flag('live.' + given[0])} applies to live models only (--model live or local)")
-        if spec.executor == "ray":
-            check_ray_models(spec)
-        elif spec.ray_address is not None:
+        if spec.executor != "ray" and spec.ray_address is not None:
             raise UserInputError("--ray-address needs --executor ray")
         if spec.replace and spec.out is None:
             raise UserInputError("--replace needs --out: the folder whose run is replaced")
         if spec.endpoint is None:
             spec = spec.model_copy(update=_endpoints(spec, env))
         return spec
-
-
-def check_ray_models(spec: RunSpec) -> None:
-    """The Ray executor runs scripted, replayed and live models; the bundled local model is refused in one line (its
-    model-server actor per node is not built: docs/scale.md#ray)."""
-    if any(choice.kind == "local" for choice in spec.models):
-        raise UserInputError(
-            "--executor ray: --model local is not supported on Ray yet (a llama.cpp server per node is not built); "
-            "run it with --workers, or serve a model yourself and use --model live (docs/scale.md#ray)"
-        )
 
 
 def _endpoints(spec: RunSpec, env: Mapping[str, str] | None) -> dict[str, object]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import AbstractContextManager, asynccontextmanager
+from contextlib import AbstractContextManager, asynccontextmanager, chdir
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,11 +18,13 @@ from harness.choices import GatewayPolicy
 from harness.core.approvals import ApproverSpec
 from harness.core.signals import StopRequest
 from harness.matrix.cell_runner import Cell, matrix_config, run_matrix
+from harness.matrix.frameworks import ready_modes
 from harness.models.choice import ModelChoice, OpenSource, open_source
 from harness.models.config import LiveOptions
 from harness.models.shared_endpoint import UnitRecordings, worker_source
 from harness.records.trace import RunOutcome, TraceEvent, serialized
 from harness.scenario.model import Scenario
+from modes import MODES
 
 if TYPE_CHECKING:
     from harness.models.live import LiveConfig
@@ -46,6 +48,17 @@ class WorkerSetup:
     driver_pid: int
     label: str | None = None  # the model's label in the matrix (a replay beside the model it recorded: its own)
     endpoint: LiveConfig | None = None  # a live model: the endpoint the driver checked once, which every worker asks
+    agents: tuple[str, ...] = ()  # users' own agents among the modes (FILE.py:FACTORY), loaded by every worker
+    workdir: Path | None = None  # the driver's working folder: where a relative agent path or module is found
+
+
+def load_agents(setup: WorkerSetup) -> None:
+    """Registers the users' own agents in this worker as the driver did: a worker is a fresh interpreter (or a Ray
+    worker elsewhere) whose mode registry has bench's modes only; a relative path is read from the driver's folder."""
+    missing = [name for name in setup.agents if name not in MODES]
+    if missing:
+        with chdir(setup.workdir or Path.cwd()):
+            ready_modes(missing)
 
 
 @dataclass(frozen=True)
@@ -96,6 +109,7 @@ async def unit_session(
     endpoint taught it). Closing the session closes the checkpoint store and the model's client, also when a stop
     ended it.
     """
+    load_agents(setup)
     scenarios = {s.id: s for s in setup.scenarios}
     recordings = UnitRecordings()
     source: AbstractContextManager[OpenSource]

@@ -1,7 +1,8 @@
 """The worker-process executor: a matrix's units run in N local processes, the driver writes every line.
 
-Each worker is a fresh interpreter (``spawn``) given the scenarios once (pickled before it starts, so the workers
-import in parallel instead of one after another while the driver feeds each its setup); it pulls batches of units
+Each worker is a fresh interpreter (``spawn``) given the scenarios once, through its own pipe once every worker has
+started (a setup of hundreds of kilobytes sent with the process would hold the driver until that worker had imported
+bench, so the workers would start one after another); it pulls batches of units
 from a bounded queue, runs each batch under asyncio with its share of ``--concurrency``, and sends finished units
 back whole, serialised already, several a message (``Outbox``). A live model's workers all ask the endpoint the
 driver checked once, and each unit brings its recorded exchanges. The driver (the calling process) is the only
@@ -24,7 +25,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from itertools import islice
 from pathlib import Path
@@ -38,6 +39,8 @@ from harness.models.choice import OpenSource
 
 POLL_S = 0.2  # how often the driver looks at its workers' health and a stop request between results
 BATCH_PER_SLOT = 8  # units per batch for each run a worker keeps in flight: few queue messages, little tail
+OFFLINE_BATCH = 64  # units a batch at least for a scripted or replayed model (CPU-bound: runs in flight do not matter)
+TAIL_BATCHES = 4  # batches each worker gets at least, so the last ones end together
 SEND_UNITS = 32  # finished units a worker sends in one message at most
 SEND_AFTER_S = 0.05  # how long a finished unit waits at most for others to share its message
 
@@ -72,12 +75,16 @@ def worker_share(concurrency: int, workers: int, index: int) -> int:
     return max(1, concurrency // workers + (1 if index < concurrency % workers else 0))
 
 
-def batch_size(concurrency: int, workers: int, runs: int | None) -> int:
-    """Units a batch: ``BATCH_PER_SLOT`` for each run a worker keeps in flight, fewer when the matrix is too small
-    to give every worker a batch that big (a live matrix of a few dozen runs still spreads over every worker)."""
+def batch_size(concurrency: int, workers: int, runs: int | None, *, offline: bool = False) -> int:
+    """Units a batch: ``BATCH_PER_SLOT`` for each run a worker keeps in flight (a live model: ``OFFLINE_BATCH`` at
+    least for a scripted or replayed one, whose runs are CPU-bound: each batch costs a queue round trip), fewer when
+    the matrix is too small to give every worker a batch that big (a live matrix of a few dozen runs still spreads
+    over every worker) or, offline, ``TAIL_BATCHES`` batches."""
     size = BATCH_PER_SLOT * max(1, concurrency // workers)
+    if offline:
+        size = max(size, OFFLINE_BATCH)
     if runs is not None:
-        size = min(size, max(1, -(-runs // workers)))
+        size = min(size, max(1, -(-runs // (workers * (TAIL_BATCHES if offline else 1)))))
     return size
 
 
@@ -110,24 +117,23 @@ def run_in_workers(
     tasks: Any = context.Queue(maxsize=2 * workers)
     results: Any = context.Queue()
     halt = context.Event()
+    channels = [context.Pipe(duplex=False) for _ in range(workers)]
     processes = [
         context.Process(
             target=worker_main,
-            args=(
-                pickle.dumps(replace(setup, concurrency=worker_share(concurrency, workers, i))),
-                i,
-                tasks,
-                results,
-                halt,
-            ),
+            args=(reader, i, tasks, results, halt),
             name=f"bench-worker-{i}",
             daemon=True,
         )
-        for i in range(workers)
+        for i, (reader, _) in enumerate(channels)
     ]
-    for process in processes:
+    for process, (reader, _) in zip(processes, channels, strict=True):
         process.start()
-    size = batch_size(concurrency, workers, runs)
+        reader.close()  # the worker's end: a worker that dies before reading makes the send below fail, not hang
+    for i, (_, writer) in enumerate(channels):
+        with contextlib.suppress(OSError), writer:  # a worker dead already is found by the loop below
+            writer.send_bytes(pickle.dumps(replace(setup, concurrency=worker_share(concurrency, workers, i))))
+    size = batch_size(concurrency, workers, runs, offline=setup.endpoint is None and not setup.model.live)
     pending = batches(cells, size)
     waiting: list[UnitKey] | None = None  # a batch taken from the cells that the full queue did not take yet
     ended = False  # the cells ran out: what remains to send is one end marker (None) per worker
@@ -196,11 +202,15 @@ def _raised(failure: WorkerFailed) -> BaseException:
     return RuntimeError(f"{failure.kind}: {failure.message}")
 
 
-def worker_main(pickled_setup: bytes, index: int, tasks: Any, results: Any, halt: Any) -> None:
+def worker_main(setup_channel: Any, index: int, tasks: Any, results: Any, halt: Any) -> None:
     """A worker process: runs batches until the end marker or a stop, then says it exited."""
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)  # the driver decides on a stop, once, for every worker
-    setup: WorkerSetup = pickle.loads(pickled_setup)
+    with setup_channel:
+        try:
+            setup: WorkerSetup = pickle.loads(setup_channel.recv_bytes())
+        except EOFError:  # the driver died before it sent the setup: nothing was started, nothing to say
+            return
     _die_with(setup.driver_pid)
     learnt: dict[str, Any] = {}
     try:
@@ -257,25 +267,41 @@ async def _work(setup: WorkerSetup, tasks: Any, results: Any, halt: Any, learnt:
         async with unit_session(
             setup, stop, outbox.add, notify=lambda line: results.put(WorkerNote(line)), closing=closing
         ) as run:
+            leaving = threading.Event()  # the worker ends: a batch still being fetched is not waited for
+
+            def fetch() -> Awaitable[list[UnitKey] | None]:
+                return asyncio.to_thread(_next_batch, tasks, halt, setup.driver_pid, leaving)
+
+            # Offline (CPU-bound runs, several batches a worker), the next batch is fetched while one runs, so no
+            # time is lost between them; a live matrix's few batches are taken one at a time, so each worker gets
+            # some and the global --concurrency is filled.
+            ahead = setup.endpoint is None and not setup.model.live
             try:
+                following = asyncio.ensure_future(fetch())
                 while not stop.requested:
-                    batch = await asyncio.to_thread(_next_batch, tasks, halt, setup.driver_pid)
+                    batch = await following
                     if batch is None:
                         break
+                    if ahead:
+                        following = asyncio.ensure_future(fetch())
                     await run(batch)
                     outbox.flush()
+                    if not ahead:
+                        following = asyncio.ensure_future(fetch())
             finally:
+                leaving.set()
                 outbox.flush()  # the interrupted summaries of a stop, too
     except (asyncio.CancelledError, RunInterrupted):
         if not stop.requested:
             raise
 
 
-def _next_batch(tasks: Any, halt: Any, driver_pid: int) -> list[UnitKey] | None:
-    """The next batch, or None at the end marker, on a stop, or once the driver is gone."""
-    while not halt.is_set():
+def _next_batch(tasks: Any, halt: Any, driver_pid: int, leaving: threading.Event) -> list[UnitKey] | None:
+    """The next batch, or None at the end marker, on a stop, once the driver is gone or once this worker leaves
+    (a batch taken then is not run: the driver has not written its units, so ``--resume`` runs them)."""
+    while not halt.is_set() and not leaving.is_set():
         try:
-            batch: list[UnitKey] | None = tasks.get(timeout=1.0)
+            batch: list[UnitKey] | None = tasks.get(timeout=POLL_S)
             return batch
         except queue.Empty:
             if os.getppid() != driver_pid:

@@ -305,15 +305,18 @@ class Live(SourceKind):
             endpoint.url, endpoint.model, endpoint.api_key, setup.options, concurrency=setup.concurrency
         )
 
-    def prepare(self, stack: ExitStack, setup: SourceSetup) -> tuple[LiveConfig, LiveManifest]:
+    def prepare(
+        self, stack: ExitStack, setup: SourceSetup, checked: LiveConfig | None = None
+    ) -> tuple[LiveConfig, LiveManifest]:
         """The checked endpoint and what the manifest says about it, once per matrix (worker processes share it);
-        whatever it starts (the bundled model's server) is stopped by ``stack``."""
+        whatever it starts (the bundled model's server) is stopped by ``stack``. ``checked``: an endpoint started
+        and checked already (the bundled model's servers on Ray's nodes, each asked once on its node)."""
         from harness.models.dead_endpoint import preflight
         from harness.models.setup import live_manifest
 
         notify = setup.notify
-        config = self.endpoint(stack, setup)
-        note = preflight(config)  # a URL that is no endpoint stops here, before any run or file
+        config = checked or self.endpoint(stack, setup)
+        note = None if checked else preflight(config)  # a URL that is no endpoint stops here, before any run or file
         if note is not None:
             notify(f"note: {note}")
         facts = live_manifest(config, local=self.local)

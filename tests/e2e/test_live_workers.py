@@ -4,7 +4,6 @@ of the folder matching it."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from harness.cli.commands import app
 from harness.models.recording import RecordEntry
 from harness.records.manifest import read_manifest
 from harness.records.trace import read_events
+from tests.helpers.bench import without_time
 from tests.helpers.fault_server import FaultServer
 from tests.helpers.provider_servers import ProviderServer
 
@@ -39,17 +39,6 @@ def folders(tmp_path_factory) -> tuple[Path, Path, FaultServer]:
     with FaultServer(["ok"], hold_until=4) as server:
         two = live_run(server, root / "two", workers=2, concurrency=4)
     return one, two, server
-
-
-def without_time(folder: Path) -> list[str]:
-    lines = []
-    for event in map(json.loads, (folder / "traces.jsonl").open()):
-        for name in ("ts", "latency_ms"):
-            event.pop(name, None)
-        if event.get("outcome"):
-            event["outcome"].pop("wall_ms")
-        lines.append(json.dumps(event, sort_keys=True))
-    return sorted(lines)
 
 
 def test_two_live_workers_keep_every_request_within_the_global_concurrency(folders):

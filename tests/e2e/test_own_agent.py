@@ -12,7 +12,7 @@ from harness.matrix.custom_mode import load_agent
 from harness.records.checkpoint import CheckpointStore
 from harness.records.trace import read_events
 from modes import MODES
-from tests.helpers.bench import ROOT, bench_main, bench_process
+from tests.helpers.bench import ROOT, bench_main, bench_process, without_time
 
 EXAMPLE = ROOT / "examples" / "my_langgraph_agent.py"
 BLOG = "blog_brief_approval"
@@ -87,3 +87,16 @@ def test_a_module_of_the_current_folder_is_found_and_its_declared_framework_wins
     finally:
         MODES.pop("team_agent:build", None)
         sys.modules.pop("team_agent", None)
+
+
+def test_an_agent_given_by_a_relative_path_runs_in_worker_processes_as_in_one(tmp_path, monkeypatch):
+    from harness import RunSpec, run
+
+    shutil.copy(EXAMPLE, tmp_path / "agent.py")
+    monkeypatch.chdir(tmp_path)  # the workers are fresh interpreters: they find agent.py from the driver's folder
+    matrix = {"modes": ["agent.py:build", "workflow"], "scenarios": [BLOG], "model": "scripted:reference"}
+    one = run(RunSpec(**matrix | {"trials": 3, "workers": 1, "out": tmp_path / "one"}))  # type: ignore[arg-type]
+    two = run(RunSpec(**matrix | {"trials": 3, "workers": 2, "out": tmp_path / "two"}))  # type: ignore[arg-type]
+    assert one.manifest.status == two.manifest.status == "complete" and two.manifest.workers == 2
+    assert without_time(one.folder) == without_time(two.folder)
+    assert {e.mode for e in read_events(two.folder / "traces.jsonl")} == {"agent.py:build", "workflow"}

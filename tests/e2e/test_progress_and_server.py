@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import io
+import os
+import signal
 import socket
+import sys
+from pathlib import Path
 
 import pytest
 from rich.console import Console
@@ -14,7 +19,7 @@ from harness.cli.progress import MatrixProgress
 from harness.models import server as local_server
 from harness.models.server import LocalModelServer, LocalModelUnavailable
 from harness.records.trace import RunOutcome, TraceEvent, Usage
-from tests.helpers.bench import SCENARIOS
+from tests.helpers.bench import SCENARIOS, bench_child, wait_for
 
 
 def outcome(status: str) -> RunOutcome:
@@ -136,3 +141,35 @@ def test_a_taken_port_is_refused_before_anything_starts():
         with pytest.raises(LocalModelUnavailable) as caught:
             server.start()
     assert f"--port {port}" in str(caught.value) and not server.running()
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid``."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(stat.parent.name))
+    return found
+
+
+def _running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.local_model
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
+def test_the_local_server_dies_with_bench_when_bench_is_killed_with_sigkill():
+    port = local_server.free_port()
+    with bench_child("serve-model", "--port", str(port)) as bench:
+        wait_for(lambda: local_server._port_taken(port), 180, "the server to listen", process=bench)
+        (server,) = _children(bench.pid)  # in its own session: the signal to bench's group does not reach it
+        try:
+            os.kill(bench.pid, signal.SIGKILL)  # no handler runs: only the kernel can stop the server now
+            wait_for(lambda: not _running(server), 30, "the server to die with bench")
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(server, signal.SIGKILL)

@@ -32,6 +32,7 @@ from harness.records.manifest import read_manifest  # noqa: E402
 from harness.records.trace import read_events  # noqa: E402
 from reports.report import metrics_for  # noqa: E402
 from reports.tables import to_csv, verdicts_table  # noqa: E402
+from tests.helpers.bench import without_time  # noqa: E402
 from tests.helpers.fault_server import FaultServer  # noqa: E402
 
 MATRIX = {
@@ -53,19 +54,6 @@ def cluster() -> Any:
     yield started
     ray.shutdown()
     started.shutdown()
-
-
-def without_time(folder: Path) -> list[str]:
-    """The folder's trace lines without what differs between executors (timestamps and latencies), sorted."""
-    lines = []
-    for line in (folder / "traces.jsonl").read_text().splitlines():
-        event = json.loads(line)
-        event.pop("ts")
-        event.pop("latency_ms", None)
-        if event.get("outcome"):
-            event["outcome"].pop("wall_ms")
-        lines.append(json.dumps(event, sort_keys=True))
-    return sorted(lines)
 
 
 def summaries(folder: Path) -> Counter[str]:
@@ -184,3 +172,61 @@ def test_a_live_model_on_ray_is_judged_as_in_one_process_and_its_recording_repla
     assert ray_live.model_dump() == one_live.model_dump()  # the same server: the same facts, the global bound
     replay = CliRunner().invoke(app, ["replay", str(result.folder), "--out", str(tmp_path / "again")])
     assert replay.exit_code == 0, replay.output
+
+
+def server_running(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie, ended but not yet reaped, does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+    return state != "Z"
+
+
+@pytest.mark.local_model
+def test_the_local_model_on_ray_asks_a_server_on_each_node_and_its_recording_replays(cluster, tmp_path, monkeypatch):
+    monkeypatch.setattr(ray_executor, "BATCH_UNITS", 1)  # a task a unit: both nodes' servers are asked
+    local = {"model": "local", "modes": ("workflow",), "scenarios": ("blog_brief_approval",), "trials": 2}
+    result = run(RunSpec(**local | {"out": tmp_path / "ray", "executor": "ray", "concurrency": 2}))  # type: ignore[arg-type]
+    assert result.manifest.status == "complete" and result.manifest.executor == "ray"
+    live = read_manifest(result.folder).live
+    assert live is not None and live.local_model and live.model_dump()["ray_model_servers"] == 2
+    events = list(read_events(result.folder / "traces.jsonl"))
+    calls = [e for e in events if e.kind == "model_call"]
+    assert calls and {e.model for e in events} == {"smollm2-135m"}
+    assert all(e.usage.completion_tokens > 0 for e in calls)  # a real model answered on each node
+    assert not [e for e in events if e.kind == "error" and e.error.kind in ("network", "timeout", "http_5xx")]
+    assert set(summaries(result.folder).values()) == {1} and len(summaries(result.folder)) == 2
+    entries = (result.folder / "recording.jsonl").read_text().splitlines()
+    assert len(entries) == len(calls)
+    replay = CliRunner().invoke(app, ["replay", str(result.folder), "--out", str(tmp_path / "again")])
+    assert replay.exit_code == 0, replay.output
+
+
+@pytest.mark.local_model
+def test_a_model_server_dies_with_its_actor_and_every_server_stops_with_the_matrix(cluster):
+    from harness.matrix.ray_model_servers import node_model_servers
+    from harness.models.config import LiveOptions
+    from tests.helpers.bench import wait_for
+
+    with node_model_servers(ray, LiveOptions(), 2) as servers:
+        pids = dict(servers.pids)
+        assert len(pids) == 2 and all(map(server_running, pids.values()))
+        (lost, lost_pid), (kept, kept_pid) = pids.items()
+        ray.kill(servers.actors[lost], no_restart=True)  # as Ray does with a node's actors when the node dies
+        wait_for(lambda: not server_running(lost_pid), 30, "the killed actor's server to end")
+        assert server_running(kept_pid)
+        assert servers.forget_dead(ray) == [lost] and servers.pick() == kept
+    wait_for(lambda: not server_running(kept_pid), 30, "the last server to stop with the matrix")
+
+
+@pytest.mark.local_model
+def test_a_model_server_that_does_not_come_up_stops_the_matrix_in_one_line(cluster):
+    from harness.matrix.ray_model_servers import node_model_servers
+    from harness.models.config import LiveOptions
+
+    with (
+        pytest.raises(UserInputError, match=r"^--executor ray: the model server on node \w+: .*did not answer within"),
+        node_model_servers(ray, LiveOptions(), 1, startup_timeout_s=0.001),
+    ):
+        pass

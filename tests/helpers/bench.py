@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import os
 import signal
 import subprocess
@@ -118,3 +119,17 @@ def bench_main(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture, *
         main()
     captured = capsys.readouterr()
     return stopped.value.code, captured.out, captured.err
+
+
+def without_time(folder: Path) -> list[str]:
+    """The folder's trace lines without what differs between executors or runs of one seed (timestamps, latencies
+    and wall time), sorted: what two executors of the same matrix must write alike."""
+    lines = []
+    with open(folder / "traces.jsonl", encoding="utf-8") as handle:
+        for event in map(json.loads, handle):
+            event.pop("ts", None)
+            event.pop("latency_ms", None)
+            if event.get("outcome"):
+                event["outcome"].pop("wall_ms", None)
+            lines.append(json.dumps(event, sort_keys=True))
+    return sorted(lines)

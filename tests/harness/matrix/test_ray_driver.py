@@ -69,11 +69,10 @@ def test_a_fingerprint_names_what_differs_and_ignores_an_unknown_commit():
     )
 
 
-def test_ray_takes_a_live_model_and_refuses_the_local_one_and_an_address_without_the_executor_in_one_line():
+def test_ray_takes_live_and_local_models_and_refuses_an_address_without_the_executor_in_one_line():
     env = {"LLM_API_URL": "http://x", "LLM_MODEL": "m", "LLM_API_KEY": "k"}
     assert RunSpec.build(model="live", executor="ray", env=env).executor == "ray"
-    with pytest.raises(UserInputError, match=r"^--executor ray: --model local is not supported on Ray yet \("):
-        RunSpec.build(model="local", executor="ray")
+    assert RunSpec.build(model="local", executor="ray").executor == "ray"
     with pytest.raises(UserInputError, match=r"^--ray-address needs --executor ray$"):
         RunSpec.build(model="scripted:random", ray_address="ray://head:10001")
 

@@ -19,22 +19,9 @@ from harness.models.choice import choose
 from harness.models.config import LiveOptions
 from harness.models.shared_endpoint import merged_facts
 from harness.scenario.load import load_all
-from tests.helpers.bench import SCENARIOS
+from tests.helpers.bench import SCENARIOS, without_time
 
 MATRIX = {"modes": ("react", "workflow", "plan_execute"), "scenarios": ("blog_brief_approval", "refund_amount")}
-
-
-def without_time(folder: Path) -> list[str]:
-    """The folder's trace lines without what differs between executors (timestamps and latencies), sorted."""
-    lines = []
-    for line in (folder / "traces.jsonl").read_text().splitlines():
-        event = json.loads(line)
-        event.pop("ts")
-        event.pop("latency_ms", None)
-        if event.get("outcome"):
-            event["outcome"].pop("wall_ms")
-        lines.append(json.dumps(event, sort_keys=True))
-    return sorted(lines)
 
 
 def run_with(workers: int, folder: Path, **changes: object) -> Path:
@@ -133,6 +120,13 @@ def test_a_small_matrix_is_batched_so_that_every_worker_gets_some():
     assert batch_size(concurrency=4, workers=2, runs=8) == 4
     assert batch_size(concurrency=4, workers=2, runs=None) == batch_size(concurrency=4, workers=2, runs=10_000) == 16
     assert batch_size(concurrency=1, workers=4, runs=2) == 1
+
+
+def test_an_offline_matrix_goes_in_big_batches_that_still_leave_every_worker_several():
+    assert batch_size(concurrency=1, workers=2, runs=None, offline=True) == 64  # a live one: 8 (one run in flight)
+    assert batch_size(concurrency=1, workers=2, runs=25_000, offline=True) == 64
+    assert batch_size(concurrency=1, workers=2, runs=200, offline=True) == 25  # 4 batches a worker
+    assert batch_size(concurrency=64, workers=2, runs=None, offline=True) == 256  # never below the live size
 
 
 def test_a_unit_crosses_the_process_boundary_equal_with_its_events_outcome_and_recording(tmp_path):
