@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
-from harness.core import ModeResult, RunContext, UnknownNameError, UserInputError
+from harness.core import ModeResult, Registry, RunContext, UserInputError
 
-MODES: dict[str, type[Mode]] = {}
-M = TypeVar("M", bound="type[Mode]")
 # Names a mode had before: refused with one line naming the mode that replaced it (a recording under the old name
 # was made with the old prompts, so running the new mode under it would mislead).
 RENAMED = {"react_guarded": "react_guardrails"}
@@ -55,17 +52,8 @@ class Mode(ABC):
         """Runs one scenario to a stop; only returns, breaks and transitions are control."""
 
 
-def mode(name: str) -> Callable[[M], M]:
-    """Registers a mode class under ``name``."""
-
-    def register(cls: M) -> M:
-        if name in MODES:
-            raise ValueError(f"mode '{name}' registered twice")
-        cls.name = name
-        MODES[name] = cls
-        return cls
-
-    return register
+MODES: Registry[type[Mode]] = Registry("mode", named=True, summary=lambda cls: cls.summary)
+mode = MODES.register  # ``@mode("react")`` registers a mode class under its name
 
 
 def get_mode(name: str) -> Mode:
@@ -75,8 +63,6 @@ def get_mode(name: str) -> Mode:
             f"mode '{name}' is now '{RENAMED[name]}' (ReAct with guardrails: retry budget per tool, call timeout, "
             f"output filter); use --mode {RENAMED[name]}"
         )
-    if name not in MODES:
-        raise UnknownNameError("mode", name, list(MODES))
     return MODES[name]()
 
 

@@ -20,6 +20,7 @@ from harness.records.checkpoint import HumanDecision
 # crash_point(): an adapter calls it right after its framework's own durable write (a checkpointer's, a saved run
 # state), so the crash sweep kills there too (BENCH_KILL_AFTER_WRITES); outside tests it does nothing
 from harness.records.write_faults import wrote as crash_point
+from harness.registry import Registry
 from harness.scenario.json_schema import check_for
 from harness.scenario.model import PLAN_REVIEW, ActionSpec, AnswerPolicy, Condition, FailureContract, Node, Scenario
 from harness.scenario.paths import MISSING, collect, field_names, field_values
@@ -47,6 +48,7 @@ __all__ = [
     "NobodyYet",
     "Node",
     "PolicyView",
+    "Registry",
     "RejectedByHuman",
     "RouteChoice",
     "RunContext",

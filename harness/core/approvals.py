@@ -12,10 +12,11 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol, TypeVar, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from harness.errors import UnknownNameError
 from harness.records.checkpoint import Decision, HumanDecision
+from harness.registry import Registry
 
 SCRIPTED = "scripted"  # the kind of every in-run approver: --approver scripted:NAME
 
@@ -77,7 +78,7 @@ class ScriptedApprover:
 
     def __post_init__(self) -> None:
         if self.policy not in SCRIPTED_APPROVERS:
-            raise UnknownNameError("scripted approver", self.policy, list(SCRIPTED_APPROVERS))
+            raise SCRIPTED_APPROVERS.unknown(self.policy)
 
     @property
     def who(self) -> str:
@@ -95,29 +96,19 @@ class ScriptedApprover:
 
 # A scripted approver's rule: its decision at ``gate`` and the reviewer's note.
 ScriptedRule = Callable[[ScriptedApprover, str], tuple[Decision, str]]
-SCRIPTED_APPROVERS: dict[str, ScriptedRule] = {}
-R = TypeVar("R", bound=ScriptedRule)
-
-
-def scripted_approver(name: str) -> Callable[[R], R]:
-    """Registers a scripted approver's rule under ``name``: ``--approver scripted:NAME`` decides with it."""
-
-    def register(rule: R) -> R:
-        if name in SCRIPTED_APPROVERS:
-            raise ValueError(f"scripted approver '{name}' registered twice")
-        SCRIPTED_APPROVERS[name] = rule
-        return rule
-
-    return register
+SCRIPTED_APPROVERS: Registry[ScriptedRule] = Registry("scripted approver")
+scripted_approver = SCRIPTED_APPROVERS.register  # ``@scripted_approver("approve")``: ``--approver scripted:approve``
 
 
 @scripted_approver("approve")
 def _approve(approver: ScriptedApprover, gate: str) -> tuple[Decision, str]:
+    """Approves at every gate."""
     return "approve", ""
 
 
 @scripted_approver("reject")
 def _reject(approver: ScriptedApprover, gate: str) -> tuple[Decision, str]:
+    """Rejects at every gate."""
     return "reject", ""
 
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 from harness.core.model_port import ModelSource
 from harness.errors import UserInputError
 from harness.records.manifest import LiveManifest, Manifest, ModelSourceKind
+from harness.registry import Registry
 
 if TYPE_CHECKING:
     from harness.models.config import Endpoint, LiveOptions
@@ -120,18 +121,17 @@ class SourceKind(ABC):
         """The running source for a run; whatever it starts is stopped when the run ends, whatever happens."""
 
 
-MODEL_SOURCES: dict[str, SourceKind] = {}
+MODEL_SOURCES: Registry[SourceKind] = Registry("model source", summary=lambda kind: kind.usage())
 K = TypeVar("K", bound="type[SourceKind]")
 
 
 def model_source(name: str) -> Callable[[K], K]:
-    """Registers a kind of model source under ``name`` (the ``--model`` value, or its part before ':')."""
+    """Registers a kind of model source under ``name`` (the ``--model`` value, or its part before ':'): the registry
+    keeps one instance of the class it decorates."""
 
     def register(cls: K) -> K:
-        if name in MODEL_SOURCES:
-            raise ValueError(f"model source '{name}' registered twice")
         cls.name = name
-        MODEL_SOURCES[name] = cls()
+        MODEL_SOURCES.add(name, cls())
         return cls
 
     return register
@@ -213,9 +213,7 @@ class Scripted(SourceKind):
         from harness.models.scripted import POLICIES
 
         if argument not in POLICIES:
-            raise UserInputError(
-                f"--model {value}: unknown scripted policy '{argument}'; known: {', '.join(sorted(POLICIES))}"
-            )
+            raise UserInputError(f"--model {value}: {POLICIES.unknown(argument)}")
         return ModelChoice(self.name, name=argument)
 
     def describe(self, choice: ModelChoice) -> str:

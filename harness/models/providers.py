@@ -17,7 +17,7 @@ from typing import Any, Literal, get_args
 from urllib.parse import urlsplit
 
 from harness.choices import ProviderName, ResponseFormat
-from harness.errors import UnknownNameError
+from harness.registry import Registry
 
 PROVIDERS: tuple[str, ...] = get_args(ProviderName)
 RESPONSE_FORMATS: tuple[str, ...] = get_args(ResponseFormat)
@@ -50,111 +50,110 @@ class Profile:
 
 
 OPENAI_REASONING = r"^(o\d|gpt-5)"
-PROFILES: dict[str, Profile] = {
-    p.name: p
-    for p in (
-        Profile(
-            "openai",
-            "OpenAI API reference (chat completions), Structured Outputs guide, reasoning models guide",
-            "json_schema",
-            token_param="max_completion_tokens",
-            reasoning_models=OPENAI_REASONING,
-            reasoning_token_param="max_completion_tokens",
-            reasoning_sampling=(),
-            thinking_off={"reasoning_effort": "minimal"},
-            reasoning_usage="usage.completion_tokens_details.reasoning_tokens",
-            cached_usage="usage.prompt_tokens_details.cached_tokens",
-            hosts=("api.openai.com",),
-        ),
-        Profile(
-            "azure",
-            "Azure OpenAI REST reference (api-version query, api-key header), structured outputs",
-            "json_schema",
-            token_param="max_completion_tokens",
-            reasoning_models=OPENAI_REASONING,
-            reasoning_token_param="max_completion_tokens",
-            reasoning_sampling=(),
-            thinking_off={"reasoning_effort": "minimal"},
-            auth="api-key",
-            reasoning_usage="usage.completion_tokens_details.reasoning_tokens",
-            cached_usage="usage.prompt_tokens_details.cached_tokens",
-            hosts=(".openai.azure.com", ".cognitiveservices.azure.com", ".services.ai.azure.com"),
-        ),
-        Profile(
-            "vllm",
-            "vLLM OpenAI-compatible server, structured outputs; Qwen3 docs (chat_template_kwargs)",
-            "json_schema",
-            thinking_off={"chat_template_kwargs": {"enable_thinking": False}},
-            reasoning_usage="message.reasoning_content (text; no count)",
-            cached_usage="usage.prompt_tokens_details.cached_tokens (with --enable-prompt-tokens-details)",
-            owned_by=("vllm",),
-        ),
-        Profile(
-            "ollama",
-            "Ollama OpenAI compatibility (response_format becomes format), structured outputs",
-            "json_schema",
-            thinking_off={"reasoning_effort": "none"},
-            reasoning_usage="message.reasoning (text; no count)",
-            owned_by=("library", "ollama"),
-        ),
-        Profile(
-            "llamacpp",
-            "llama.cpp server README (response_format json_object + schema, chat_template_kwargs)",
-            "json_object",
-            json_object="schema",
-            thinking_off={"chat_template_kwargs": {"enable_thinking": False}},
-            reasoning_usage="message.reasoning_content (text; no count)",
-            cached_usage="usage.prompt_tokens_details.cached_tokens",
-            owned_by=("llamacpp", "me"),
-        ),
-        Profile(
-            "deepseek",
-            "DeepSeek API docs: JSON Output (json_object only), reasoning model, context caching",
-            "json_object",
-            reasoning_models=r"reasoner",
-            reasoning_sampling=(),
-            thinking_off={"thinking": {"type": "disabled"}},
-            reasoning_usage="usage.completion_tokens_details.reasoning_tokens",
-            cached_usage="usage.prompt_cache_hit_tokens",
-            hosts=("api.deepseek.com",),
-            owned_by=("deepseek",),
-        ),
-        Profile(
-            "dashscope",
-            "Alibaba Cloud Model Studio (DashScope) OpenAI-compatible mode: json_object, enable_thinking",
-            "json_object",
-            thinking_off={"enable_thinking": False},
-            reasoning_usage="usage.completion_tokens_details.reasoning_tokens",
-            cached_usage="usage.prompt_tokens_details.cached_tokens",
-            hosts=("dashscope.aliyuncs.com", "dashscope-intl.aliyuncs.com", "dashscope-us.aliyuncs.com"),
-        ),
-        Profile(
-            "gemini",
-            "Gemini API OpenAI compatibility (response_format json_schema, reasoning_effort)",
-            "json_schema",
-            thinking_off={"reasoning_effort": "none"},
-            reasoning_usage="usage.completion_tokens_details.reasoning_tokens",
-            cached_usage="usage.prompt_tokens_details.cached_tokens",
-            hosts=("generativelanguage.googleapis.com",),
-            owned_by=("google",),
-        ),
-        Profile(
-            "generic",
-            "OpenAI chat completions as most servers implement it; the fallbacks adapt the rest",
-            "json_schema",
-            json_object="both",
-            thinking_off={"thinking": {"type": "disabled"}},
-            reasoning_usage="any of the above",
-            cached_usage="any of the above",
-        ),
-    )
-}
+PROFILES: Registry[Profile] = Registry("provider", summary=lambda profile: profile.docs)
+for _profile in (
+    Profile(
+        "openai",
+        "OpenAI API reference (chat completions), Structured Outputs guide, reasoning models guide",
+        "json_schema",
+        token_param="max_completion_tokens",
+        reasoning_models=OPENAI_REASONING,
+        reasoning_token_param="max_completion_tokens",
+        reasoning_sampling=(),
+        thinking_off={"reasoning_effort": "minimal"},
+        reasoning_usage="usage.completion_tokens_details.reasoning_tokens",
+        cached_usage="usage.prompt_tokens_details.cached_tokens",
+        hosts=("api.openai.com",),
+    ),
+    Profile(
+        "azure",
+        "Azure OpenAI REST reference (api-version query, api-key header), structured outputs",
+        "json_schema",
+        token_param="max_completion_tokens",
+        reasoning_models=OPENAI_REASONING,
+        reasoning_token_param="max_completion_tokens",
+        reasoning_sampling=(),
+        thinking_off={"reasoning_effort": "minimal"},
+        auth="api-key",
+        reasoning_usage="usage.completion_tokens_details.reasoning_tokens",
+        cached_usage="usage.prompt_tokens_details.cached_tokens",
+        hosts=(".openai.azure.com", ".cognitiveservices.azure.com", ".services.ai.azure.com"),
+    ),
+    Profile(
+        "vllm",
+        "vLLM OpenAI-compatible server, structured outputs; Qwen3 docs (chat_template_kwargs)",
+        "json_schema",
+        thinking_off={"chat_template_kwargs": {"enable_thinking": False}},
+        reasoning_usage="message.reasoning_content (text; no count)",
+        cached_usage="usage.prompt_tokens_details.cached_tokens (with --enable-prompt-tokens-details)",
+        owned_by=("vllm",),
+    ),
+    Profile(
+        "ollama",
+        "Ollama OpenAI compatibility (response_format becomes format), structured outputs",
+        "json_schema",
+        thinking_off={"reasoning_effort": "none"},
+        reasoning_usage="message.reasoning (text; no count)",
+        owned_by=("library", "ollama"),
+    ),
+    Profile(
+        "llamacpp",
+        "llama.cpp server README (response_format json_object + schema, chat_template_kwargs)",
+        "json_object",
+        json_object="schema",
+        thinking_off={"chat_template_kwargs": {"enable_thinking": False}},
+        reasoning_usage="message.reasoning_content (text; no count)",
+        cached_usage="usage.prompt_tokens_details.cached_tokens",
+        owned_by=("llamacpp", "me"),
+    ),
+    Profile(
+        "deepseek",
+        "DeepSeek API docs: JSON Output (json_object only), reasoning model, context caching",
+        "json_object",
+        reasoning_models=r"reasoner",
+        reasoning_sampling=(),
+        thinking_off={"thinking": {"type": "disabled"}},
+        reasoning_usage="usage.completion_tokens_details.reasoning_tokens",
+        cached_usage="usage.prompt_cache_hit_tokens",
+        hosts=("api.deepseek.com",),
+        owned_by=("deepseek",),
+    ),
+    Profile(
+        "dashscope",
+        "Alibaba Cloud Model Studio (DashScope) OpenAI-compatible mode: json_object, enable_thinking",
+        "json_object",
+        thinking_off={"enable_thinking": False},
+        reasoning_usage="usage.completion_tokens_details.reasoning_tokens",
+        cached_usage="usage.prompt_tokens_details.cached_tokens",
+        hosts=("dashscope.aliyuncs.com", "dashscope-intl.aliyuncs.com", "dashscope-us.aliyuncs.com"),
+    ),
+    Profile(
+        "gemini",
+        "Gemini API OpenAI compatibility (response_format json_schema, reasoning_effort)",
+        "json_schema",
+        thinking_off={"reasoning_effort": "none"},
+        reasoning_usage="usage.completion_tokens_details.reasoning_tokens",
+        cached_usage="usage.prompt_tokens_details.cached_tokens",
+        hosts=("generativelanguage.googleapis.com",),
+        owned_by=("google",),
+    ),
+    Profile(
+        "generic",
+        "OpenAI chat completions as most servers implement it; the fallbacks adapt the rest",
+        "json_schema",
+        json_object="both",
+        thinking_off={"thinking": {"type": "disabled"}},
+        reasoning_usage="any of the above",
+        cached_usage="any of the above",
+    ),
+):
+    PROFILES.add(_profile.name, _profile)
 OLLAMA_PORT = 11434
 
 
 def get_profile(name: str) -> Profile:
     if name not in PROFILES:
-        raise UnknownNameError("provider", name, ["auto", *PROFILES])
+        raise PROFILES.unknown(name, also=("auto",))
     return PROFILES[name]
 
 

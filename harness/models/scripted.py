@@ -10,12 +10,11 @@ import json
 import math
 import random
 from abc import ABC, abstractmethod
-from collections.abc import Callable
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 from harness.core.model_port import ModelReply, ModelRequest, PolicyView
-from harness.errors import UnknownNameError
 from harness.records.trace import Usage
+from harness.registry import Registry
 from harness.scenario.model import ActionSpec, ReferenceStep
 
 Proposal = dict[str, Any]
@@ -141,21 +140,8 @@ class Policy(ABC):
         return {"route": (allowed or list(request.offered))[0]}
 
 
-POLICIES: dict[str, type[Policy]] = {}
-P = TypeVar("P", bound=type[Policy])
-
-
-def scripted_policy(name: str) -> Callable[[P], P]:
-    """Registers a scripted policy under ``name``: ``--model scripted:NAME`` runs it."""
-
-    def register(cls: P) -> P:
-        if name in POLICIES:
-            raise ValueError(f"scripted policy '{name}' registered twice")
-        cls.name = name
-        POLICIES[name] = cls
-        return cls
-
-    return register
+POLICIES: Registry[type[Policy]] = Registry("scripted policy", named=True)
+scripted_policy = POLICIES.register  # ``@scripted_policy("eager")``: ``--model scripted:eager`` runs it
 
 
 @scripted_policy("compliant")
@@ -361,7 +347,7 @@ class ScriptedSource:
 
     def __init__(self, name: str):
         if name not in POLICIES:
-            raise UnknownNameError("scripted policy", name, list(POLICIES))
+            raise POLICIES.unknown(name)
         self.name = name
         self.label = f"scripted:{name}"
 

@@ -85,7 +85,7 @@ def test_a_module_of_the_current_folder_is_found_and_its_declared_framework_wins
         assert cls.framework == "langgraph" and cls.agent_factory is not None
         assert cls.agent_factory.__module__ == "team_agent"
     finally:
-        MODES.pop("team_agent:build", None)
+        MODES.remove("team_agent:build")
         sys.modules.pop("team_agent", None)
 
 

@@ -180,7 +180,7 @@ def test_a_mode_is_one_file_plus_its_registration(tmp_path, monkeypatch):
         listing = bench_process("list")  # a new process does not know it: nothing else was changed
         assert name not in listing.stdout
     finally:
-        MODES.pop(name, None)
+        MODES.remove(name)
 
 
 def test_the_python_api_is_the_cli_path_and_refuses_bad_specs_in_one_line(tmp_path):

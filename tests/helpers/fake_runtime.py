@@ -148,8 +148,8 @@ def fake_runtimes() -> Iterator[str]:
     try:
         yield NAME
     finally:
-        MODES.pop(NAME, None)
-        MODES.pop(MISSING_NAME, None)
+        MODES.remove(NAME)
+        MODES.remove(MISSING_NAME)
 
 
 if __name__ == "__main__":

@@ -92,5 +92,5 @@ def throwaway_mode(folder: Path, *, hard_gate: bool) -> Iterator[str]:
         assert NAME in MODES
         yield NAME
     finally:
-        MODES.pop(NAME, None)
+        MODES.remove(NAME)
         sys.modules.pop(module_name, None)

@@ -4,10 +4,10 @@ name, and an unknown name is one line listing the registered ones."""
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 
 import pytest
 
-import harness.core.approvals as approvals
 from harness.core.approvals import (
     SCRIPTED_APPROVERS,
     ApproverSpec,
@@ -20,14 +20,15 @@ from harness.core.approvals import (
 )
 from harness.errors import UnknownNameError
 from harness.records.checkpoint import Decision
+from harness.registry import Registry
+from tests.helpers.registries import restored
 
 
 @pytest.fixture
-def registry(monkeypatch) -> dict:
-    """A copy of the registry for the test to add to; the real one is back afterwards."""
-    copy = dict(SCRIPTED_APPROVERS)
-    monkeypatch.setattr(approvals, "SCRIPTED_APPROVERS", copy)
-    return copy
+def registry() -> Iterator[Registry]:
+    """The registry for the test to add to; what the test added is taken out afterwards."""
+    with restored(SCRIPTED_APPROVERS) as registry:
+        yield registry
 
 
 def test_the_registry_holds_the_five_documented_approvers_in_order():

@@ -18,6 +18,7 @@ from harness.matrix.cell_runner import Cell, MatrixConfig, cells_for, run_cell, 
 from harness.records.trace import TraceEvent, Usage
 from modes.base import MODES, Mode
 from tests.helpers.answers import Answers, step
+from tests.helpers.registries import restored
 from tests.helpers.units import REFUND, THRESHOLD, scenario
 
 S = scenario(REFUND)
@@ -151,15 +152,16 @@ def test_an_infrastructure_error_leaves_the_run_unjudged():
     assert (outcome.status, outcome.stop_verdict) == ("error", "infrastructure")
 
 
-def test_a_bug_in_a_mode_ends_its_run_as_an_internal_error(monkeypatch):
+def test_a_bug_in_a_mode_ends_its_run_as_an_internal_error():
     class Broken(Mode):
         async def run(self, ctx) -> ModeResult:
             ctx.act("read_claim", {}, allowed=["read_claim"], step=1)
             raise KeyError("oops")
 
-    monkeypatch.setitem(MODES, "unit_broken", Broken)
     events: list[TraceEvent] = []
-    outcome = asyncio.run(run_cell(Cell(S, "unit_broken", 1), config(Answers()), events.append))
+    with restored(MODES):
+        MODES.add("unit_broken", Broken)
+        outcome = asyncio.run(run_cell(Cell(S, "unit_broken", 1), config(Answers()), events.append))
     assert (outcome.status, outcome.stop_verdict, outcome.errors) == ("error", "infrastructure", {"internal": 1})
     error = next(e for e in events if e.kind == "error")
     assert error.error is not None and error.error.message == "KeyError: 'oops'" and error.step == 0

@@ -32,6 +32,7 @@ from modes import MODES, select_modes
 from modes.base import is_runtime
 from tests.helpers.bench import SCENARIOS, bench_main
 from tests.helpers.fake_runtime import MISSING_NAME, NAME, STATE, FakeRuntime, fake_runtimes
+from tests.helpers.registries import restored
 
 BLOG = "blog_brief_approval"
 
@@ -73,11 +74,9 @@ def test_a_run_without_a_run_folder_has_no_state_folder(fake):
 
     from tests.helpers.bench import run_offline
 
-    MODES["probe_runtime"] = Probe
-    try:
+    with restored(MODES):
+        MODES.add("probe_runtime", Probe)
         _, outcomes = run_offline(load_all(SCENARIOS)[BLOG], ["probe_runtime"], "reference")
-    finally:
-        MODES.pop("probe_runtime")
     assert seen == [None] and outcomes[0].status == "suspended"  # the fake keeps its state in memory then
 
 

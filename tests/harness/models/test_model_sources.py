@@ -10,8 +10,6 @@ from pathlib import Path
 
 import pytest
 
-import harness.models.choice as choice_module
-import harness.models.scripted as scripted_module
 from harness.core.model_port import ModelRequest
 from harness.errors import UserInputError
 from harness.models.choice import (
@@ -28,20 +26,20 @@ from harness.models.choice import (
 )
 from harness.models.config import LiveOptions
 from harness.models.scripted import POLICIES, Compliant, Proposal, ScriptedSource, scripted_policy
+from harness.registry import Registry
+from tests.helpers.registries import restored
 
 
 @pytest.fixture
-def sources(monkeypatch) -> dict:
-    copy = dict(MODEL_SOURCES)
-    monkeypatch.setattr(choice_module, "MODEL_SOURCES", copy)
-    return copy
+def sources() -> Iterator[Registry]:
+    with restored(MODEL_SOURCES) as registry:
+        yield registry
 
 
 @pytest.fixture
-def policies(monkeypatch) -> dict:
-    copy = dict(POLICIES)
-    monkeypatch.setattr(scripted_module, "POLICIES", copy)
-    return copy
+def policies() -> Iterator[Registry]:
+    with restored(POLICIES) as registry:
+        yield registry
 
 
 @pytest.mark.parametrize(
