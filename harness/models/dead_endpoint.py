@@ -1,26 +1,34 @@
-"""Finds out a dead endpoint early: one request before a live matrix, and a stop when runs keep failing alike.
+"""Finds out a dead endpoint early: one request before a live matrix, and a stop when model calls keep failing.
 
 Before the first run, ``preflight`` sends one tiny chat request. Nothing listening, an answer that is
 not JSON (a web page, a proxy's error page), a 2xx without ``choices`` or a 404, 405 or 501 on the
 chat completions path mean the URL is not an OpenAI-compatible endpoint: one line naming the URL asked
-and what came back, exit 3, in seconds instead of a matrix of retried runs. Any other JSON answer (a
-400 about a parameter, a 401, a 429, a 5xx) is an endpoint that is there: the matrix starts and
-meets it the usual way. A request that times out is only noted.
+and what came back, exit 3, in seconds instead of a matrix of retried runs. A 429, a 5xx and a request
+that times out are tried again with the run requests' own back-off and ``Retry-After`` rules (``--retries``
+times) before anything is concluded: a busy endpoint answers 503 to a first request and then works.
+The preflight's read timeout is short (``PREFLIGHT_READ_S``, or ``--timeout`` when that is shorter): its
+request asks for one token, so an endpoint that accepts the connection and sends nothing back within it,
+every try, is a silent endpoint: one line within a minute at the defaults, not a matrix of 120-second waits.
+Any other JSON answer (a 400 about a parameter, a 401, a 5xx or 429 still there after the retries) is an
+endpoint that is there: the matrix starts and meets it the usual way.
 
-During the matrix, ``FailureStreak`` stops taking new cells after ``limit`` runs in a row ended in
-the same endpoint error (``network``, ``timeout``, ``http_4xx``, ``http_5xx``); the runs in flight
-finish. ``DEFAULT_STOP_AFTER`` is 10: each of those runs already retried its request (3 times by
-default, over several seconds), so ten in a row is an endpoint that stopped answering, not a blip;
-ten is more than the runs in flight at any usual ``--concurrency`` (4 or 8), so one short outage that
-fails every run in flight at once does not stop the matrix; and it is a minute or so at concurrency 1
-with the default retries, where a dead endpoint used to cost the whole matrix. An endpoint that fails
-one run in five at random stops a matrix this way with a chance of 0.2^10 (1e-7) per run.
+During the matrix, ``FailureStreak`` stops taking new cells after ``limit`` model calls in a row failed at the
+endpoint (``network``, ``timeout``, ``http_4xx``, ``http_5xx``: each run that ended so is one call that failed
+after its retries); a run that made no model call at all (a workflow walking to its gate) neither counts nor
+breaks the streak, and the runs in flight finish. ``DEFAULT_STOP_AFTER`` is 10: each of those calls already
+retried its request (3 times by default, over several seconds), so ten in a row is an endpoint that stopped
+answering, not a blip; ten is more than the runs in flight at any usual ``--concurrency`` (4 or 8), so one
+short outage that fails every run in flight at once does not stop the matrix; and it is a minute or so at
+concurrency 1 with the default retries, where a dead endpoint used to cost the whole matrix. An endpoint that
+fails one call in five at random stops a matrix this way with a chance of 0.2^10 (1e-7) per run.
 """
 
 from __future__ import annotations
 
 import json
+import random
 import re
+import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
@@ -29,7 +37,7 @@ import httpx
 from harness.errors import UserInputError
 from harness.models.config import DEFAULT_STOP_AFTER
 from harness.models.endpoint import public_url
-from harness.models.live import LiveConfig, auth_headers
+from harness.models.live import CONNECT_TIMEOUT_S, LiveConfig, auth_headers, backoff_seconds, retry_after_seconds
 from harness.models.parsing import excerpt
 from harness.models.scrub import Scrubber
 
@@ -38,7 +46,7 @@ __all__ = ["DEFAULT_STOP_AFTER", "EndpointUnusable", "FailureStreak", "is_prefli
 ENDPOINT_ERRORS = ("network", "timeout", "http_4xx", "http_5xx")  # the infrastructure errors an endpoint causes
 NOT_AN_ENDPOINT = (404, 405, 501)  # no chat completions here: a wrong path, a server that does not take POST
 PREFLIGHT_MESSAGES = ({"role": "user", "content": "Reply with the word ok."},)  # test servers recognise it
-CONNECT_TIMEOUT_S = 10.0
+PREFLIGHT_READ_S = 10.0  # one token asked for: an endpoint that is there sends it (or an error) well within this
 BODY_BYTES = 64 * 1024  # an answer is only quoted, never kept
 _TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
 
@@ -59,8 +67,14 @@ def preflight_body(config: LiveConfig) -> dict[str, Any]:
     return {"model": config.model, "messages": list(PREFLIGHT_MESSAGES), config.initial_settings().token_param: 1}
 
 
-def preflight(config: LiveConfig, *, transport: httpx.BaseTransport | None = None) -> str | None:
-    """Asks the endpoint once; raises ``EndpointUnusable`` when it is no endpoint, returns a note when it was slow."""
+def preflight(
+    config: LiveConfig,
+    *,
+    transport: httpx.BaseTransport | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> str | None:
+    """Asks the endpoint once (and again, as run requests would, after a 429, a 5xx or a timeout); raises
+    ``EndpointUnusable`` when it is no endpoint or stays silent, returns a note when it was only busy."""
     scrubber = Scrubber(config.api_key)
     asked = scrubber.text(public_url(config.url))
 
@@ -70,25 +84,47 @@ def preflight(config: LiveConfig, *, transport: httpx.BaseTransport | None = Non
             "(check LLM_API_URL; bench probe shows what the endpoint supports)"
         )
 
-    timeout = httpx.Timeout(config.timeout_s, connect=min(config.timeout_s, CONNECT_TIMEOUT_S))
-    try:
-        with (
-            httpx.Client(headers=auth_headers(config), timeout=timeout, transport=transport) as client,
-            client.stream("POST", config.url, json=preflight_body(config)) as response,
-        ):
-            data = _read_capped(response)
-    except httpx.ConnectTimeout:
-        raise unusable(f"no connection within {timeout.connect:g}s") from None
-    except httpx.TimeoutException:
-        return f"the endpoint did not answer a first request within {config.timeout_s:g}s; starting anyway"
-    except httpx.HTTPError as exc:
-        raise unusable(f"no connection ({type(exc).__name__}: {exc})" if str(exc) else type(exc).__name__) from None
-    status = response.status_code
-    text = data.decode("utf-8", errors="replace")
+    read_s = min(config.timeout_s, PREFLIGHT_READ_S)
+    timeout = httpx.Timeout(read_s, connect=min(config.timeout_s, CONNECT_TIMEOUT_S))
+    rng = random.Random(0)  # the jitter of the waits between tries, as a run's is seeded
+    tries = config.retries + 1
+    with httpx.Client(headers=auth_headers(config), timeout=timeout, transport=transport) as client:
+        for retry in range(tries):
+            last = retry == tries - 1
+            try:
+                with client.stream("POST", config.url, json=preflight_body(config)) as response:
+                    data = _read_capped(response)
+            except httpx.ConnectTimeout:
+                raise unusable(f"no connection within {timeout.connect:g}s") from None
+            except httpx.TimeoutException:
+                if last:
+                    raise EndpointUnusable(
+                        f"{asked} accepted the connection but did not answer a one-token request within {read_s:g}s, "
+                        f"{tries} times: a silent endpoint (check that its model is loaded and serving)"
+                    ) from None
+                sleep(backoff_seconds(config, retry, rng, None))
+                continue
+            except httpx.HTTPError as exc:
+                raise unusable(
+                    f"no connection ({type(exc).__name__}: {exc})" if str(exc) else type(exc).__name__
+                ) from None
+            status = response.status_code
+            if status == 429 or (status >= 500 and status not in NOT_AN_ENDPOINT):  # what a run request retries
+                if not last:
+                    sleep(backoff_seconds(config, retry, rng, retry_after_seconds(response.headers.get("Retry-After"))))
+                    continue
+                if status == 429:
+                    return f"the endpoint answered HTTP 429 (busy) {tries} times to a first request; starting anyway"
+            return _judged(response, status, data.decode("utf-8", errors="replace"), unusable)
+    return None  # not reached: the last try returns or raises
+
+
+def _judged(
+    response: httpx.Response, status: int, text: str, unusable: Callable[[str], EndpointUnusable]
+) -> str | None:
+    """What one answer says: None for an endpoint that is there, ``EndpointUnusable`` for anything else."""
     if status in NOT_AN_ENDPOINT:
         raise unusable(f"HTTP {status}, {_what_came_back(response, text)}")
-    if status == 429:
-        return None  # busy is there
     try:
         parsed = json.loads(text)
     except (ValueError, RecursionError):
@@ -127,15 +163,18 @@ Cell = TypeVar("Cell")
 
 
 class FailureStreak:
-    """How many runs in a row ended in the same endpoint error; past ``limit`` (0: never) the matrix stops."""
+    """How many model calls in a row failed at the endpoint; past ``limit`` (0: never) the matrix stops."""
 
     def __init__(self, limit: int = 0):
         self.limit = limit
-        self.kind: str | None = None
-        self.count = 0
-        self.stopped_by: tuple[int, str] | None = None  # the streak that tripped: how many runs, which error
+        self.kinds: list[str] = []  # the endpoint errors of the calls in the streak, in order
+        self.stopped_by: tuple[int, str] | None = None  # the streak that tripped: how many calls, which errors
         self.cut = False  # a cell was left out because of it (a streak that ends the matrix stops nothing)
         self.last_error: Callable[[], str | None] = lambda: None  # the source's last error message, for the line
+
+    @property
+    def count(self) -> int:
+        return len(self.kinds)
 
     @classmethod
     def for_run(cls, live: bool, limit: int) -> FailureStreak:
@@ -143,17 +182,18 @@ class FailureStreak:
         return cls(limit if live else 0)
 
     def add(self, outcome: Any) -> None:
-        """One finished run (a ``RunOutcome``); an interrupted run neither counts nor breaks the streak."""
+        """One finished run (a ``RunOutcome``): a run ended by an endpoint error is one more failed call, a run whose
+        model calls all went through ends the streak, and a run with no model call (or an interrupted one) leaves
+        it as it is."""
         if outcome.status == "interrupted":
             return
         kinds = sorted(k for k in outcome.errors if k in ENDPOINT_ERRORS) if outcome.status == "error" else []
         if outcome.stop_verdict == "infrastructure" and kinds:
-            self.count = self.count + 1 if kinds[0] == self.kind else 1
-            self.kind = kinds[0]
-        else:
-            self.kind, self.count = None, 0
-        if self.limit and self.count >= self.limit and self.stopped_by is None and self.kind is not None:
-            self.stopped_by = (self.count, self.kind)
+            self.kinds.append(kinds[0])
+        elif outcome.llm_calls or outcome.stop_verdict == "infrastructure":
+            self.kinds = []  # a call that went through, or bench's own plumbing (a replay miss) in between
+        if self.limit and self.count >= self.limit and self.stopped_by is None:
+            self.stopped_by = (self.count, " and ".join(sorted(set(self.kinds))))
 
     def cells(self, cells: Iterable[Cell]) -> Iterator[Cell]:
         """The cells, until the streak trips: the workers then take no new run."""

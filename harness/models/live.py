@@ -54,6 +54,9 @@ ERROR_BODY_BYTES = 64 * 1024  # an error answer is only quoted, never parsed for
 RAW_KEPT_CHARS = 2000  # of an unreadable body, what the exchange and the recording keep
 MAX_BODY_DEPTH = 64  # a chat-completions body is a few levels deep; deeper is not an answer
 ADAPTATIONS_PER_REQUEST = 6  # every step down is finite; this only bounds a confused endpoint
+# A connection is made in well under a second when it is made at all: a host that takes longer is not there. The
+# read timeout is --timeout (a long answer from a slow model is worth waiting for); it never exceeds it.
+CONNECT_TIMEOUT_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -196,7 +199,7 @@ class LiveSource:
             self._client = httpx.AsyncClient(
                 headers=auth_headers(self.config),
                 transport=self._transport,
-                timeout=httpx.Timeout(self.config.timeout_s),
+                timeout=httpx.Timeout(self.config.timeout_s, connect=min(self.config.timeout_s, CONNECT_TIMEOUT_S)),
                 limits=httpx.Limits(max_connections=limit, max_keepalive_connections=limit),
             )
             self._gate = asyncio.Semaphore(limit)

@@ -12,17 +12,23 @@ changes only if it holds a piece of the secret itself). A key that is too short 
 secret (``EMPTY``, ``none``, ``ollama``, ``sk-no-key-required``, anything under 12 characters) is sent but
 never scrubbed: doing so would corrupt model text and token counts while protecting nothing.
 
-How it stays cheap (it runs on every request and answer, ``benchmarks/key_scrub.py``): a quick test of
-substring searches only (``may_hold``) lets a clean text through; every piece of 8 holds one of its needles
-in each spelling. Otherwise the escapes are decoded and the line breaks taken out (``_View``), a regex per
-spelling family finds the runs that could spell key bytes, and a run is decoded and matched window by
-window only near the grams of the key it holds at a fixed stride.
+The same pieces are also looked for in a normalised form (``_fold``), forwards and reversed: the text's
+escapes decoded as above and its HTML entities (``&#115;``, ``&#x73;``, ``&amp;``) too, NFKC-normalised
+(fullwidth ``ｓｋ`` is ``sk``), case-folded, and with separators taken out (white space, zero-width and other
+format characters, dashes, ``_ . , : ; / | \\`` and quotes), so ``S K - P R O J``, ``s\u200bk``, ``SK_PROJ``
+and the key written backwards are the key. A key whose normalised form is under 8 characters is looked for as
+written only. Since separators are looked through, a neighbouring character that continues the key across
+one (``...c5 b`` for a key with ``c5b``) is redacted with it. Not caught, by design: a key enciphered (ROT13,
+XOR, any substitution) or hashed, or pieces of it under 8 characters scattered through a text: no scrub can
+tell those from other text without the cipher, and trying would redact ordinary words (docs/live-models.md).
 """
 
 from __future__ import annotations
 
 import base64
+import html
 import re
+import unicodedata
 from bisect import bisect_right
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -78,12 +84,42 @@ _URLSAFE = str.maketrans("-_", "+/")
 _TO_URLSAFE = str.maketrans("+/", "-_")
 _PERCENT = re.compile(r"%(?:2[1-9a-fA-F]|[3-7][0-9a-fA-F]|0[aAdD])")  # a printable character or a line break
 
+# Taken out of a text before the normalised comparison: what an echo puts between the key's characters.
+SEPARATORS = " \t\r\n\v\f-_.,:;/|\\'\"`\u00a0\u00ad\u034f\u180e\u2028\u2029\u202f\u205f\u3000\ufeff\u2212" + "".join(
+    map(chr, [*range(0x2000, 0x2010), *range(0x2010, 0x2016), *range(0x2060, 0x2065)])
+)
+_DROP = {ord(c): None for c in SEPARATORS}
+_ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});?")
+
 Span = tuple[int, int]
+
+
+def _fold(text: str) -> str:
+    """A text as the normalised comparison reads it: NFKC, case-folded, separators out (entities decoded first)."""
+    if "&" in text:
+        text = html.unescape(text)
+    return unicodedata.normalize("NFKC", text).casefold().translate(_DROP)
 
 
 def is_placeholder(key: str) -> bool:
     """True when ``key`` is too short or too common to be a secret worth scrubbing."""
     return len(key) < MIN_SECRET_LENGTH or key.strip().lower() in PLACEHOLDERS
+
+
+KEY_PREFIXES = ("sk-", "sk_", "gsk_", "hf_", "xai-", "aiza", "ghp_", "github_pat_", "r8_", "pplx-", "nvapi-", "csk-")
+_KEY_CHARACTERS = re.compile(r"[A-Za-z0-9_\-.+/=~]+")
+
+
+def looks_like_key(value: str) -> bool:
+    """Whether a configuration value (a name bench expected) looks like an API key, and so must not be echoed: a
+    known key prefix, or 20 or more key characters mixing digits with lower-case letters (an environment
+    variable's name is upper-case by custom, and a word has no digits)."""
+    value = value.strip()
+    if len(value) < 16 or not _KEY_CHARACTERS.fullmatch(value):
+        return False
+    if value.lower().startswith(KEY_PREFIXES):
+        return True
+    return len(value) >= 20 and any(c.isdigit() for c in value) and any(c.islower() for c in value)
 
 
 def _pieces_of(value: Any, length: int) -> frozenset[Any]:
@@ -237,6 +273,12 @@ class _KeyForms:
         self.hex_needles = frozenset(hexed[i : i + 2 * GRAM] for i in range(0, len(hexed) - 2 * GRAM + 1, 10))
         # A key with a backslash or a space is spelled in ways the quick test does not model: always looked for.
         self.always = "\\" in key or " " in key
+        # The normalised comparison: the key folded, forwards and backwards (None when too short to be a piece).
+        folded = _fold(key)
+        both = [folded, folded[::-1]] if len(folded) >= FRAGMENT_LENGTH else []
+        self.folded_windows = frozenset().union(*(_pieces_of(k, FRAGMENT_LENGTH) for k in both))
+        self.folded_grams = frozenset().union(*(_pieces_of(k, GRAM) for k in both))
+        self.folded_needles = frozenset(k[i : i + GRAM] for k in both for i in range(0, len(k) - GRAM + 1, GRAM + 1))
 
     def may_hold(self, text: str) -> bool:
         """A quick test with substring searches only: False when ``text`` cannot spell a piece of the key.
@@ -256,13 +298,25 @@ class _KeyForms:
         lower = plain.lower()
         return any(needle in lower for needle in self.hex_needles)
 
+    def may_hold_folded(self, text: str) -> bool:
+        """The quick test of the normalised comparison: False when the folded text shows none of its needles (a text
+        with escapes is always looked at: its view decodes them first)."""
+        if not self.folded_needles:
+            return False
+        if "\\u" in text or "\\x" in text or ("%" in text and _PERCENT.search(text)):
+            return True
+        folded = _fold(text)
+        return any(needle in folded for needle in self.folded_needles)
+
     def spans(self, text: str, first: bool = False) -> list[Span]:
         """Where ``text`` spells a piece of the key, in any spelling; in the text's own positions."""
-        if not self.may_hold(text):
+        plain, folded = self.may_hold(text), self.may_hold_folded(text)
+        if not (plain or folded):
             return []
         view = _View(text, self.special, " ")
         found: list[Span] = []
-        for finder in (self._in_characters, self._in_hex, self._in_base64):
+        finders = [self._in_characters, self._in_hex, self._in_base64] if plain else []
+        for finder in [*finders, *([self._in_folded] if folded else [])]:
             found.extend(view.source(span) for span in finder(view.text))
             if first and found:
                 break
@@ -274,6 +328,29 @@ class _KeyForms:
             start = run.start()
             found.extend((start + a, start + b) for a, b in _covered(run.group(), self.windows, self.grams))
         return found
+
+    def _in_folded(self, text: str) -> list[Span]:
+        """Windows of the folded key, forwards or backwards, in the folded text; each mapped back to the characters
+        (or entity) it was folded from."""
+        folded = _fold(text)
+        if not any(needle in folded for needle in self.folded_needles):
+            return []
+        chars: list[str] = []
+        origin: list[Span] = []
+        at = 0
+        for match in [*_ENTITY.finditer(text), None]:
+            end = match.start() if match is not None else len(text)
+            for i in range(at, end):
+                for c in _fold(text[i]):
+                    chars.append(c)
+                    origin.append((i, i + 1))
+            if match is not None:
+                for c in _fold(html.unescape(match.group())):
+                    chars.append(c)
+                    origin.append(match.span())
+                at = match.end()
+        spans = _covered("".join(chars), self.folded_windows, self.folded_grams)
+        return [(origin[a][0], origin[b - 1][1]) for a, b in spans]
 
     def _bytes(self, data: bytes) -> list[Span]:
         """Windows of the key in decoded bytes, with line breaks inside them looked through."""

@@ -116,3 +116,29 @@ def test_the_default_stop_is_documented_and_the_flag_is_in_the_help():
     assert DEFAULT_STOP_AFTER == 10
     help_text = bench("run", "--help").stdout
     assert "--stop-after-failures" in help_text and "default 10; 0 never" in " ".join(help_text.split())
+
+
+def test_a_silent_endpoint_is_named_in_one_line_before_any_run(tmp_path):
+    out = tmp_path / "run"
+    with FaultServer(["ok"], preflight=["silent"] * 3) as server:  # accepts every connection, never answers
+        result = bench(
+            "run", "--model", "live", "--mode", "all", "--scenario", "all", "--timeout", "1", "--retries", "1",
+            "--backoff", "0", "--out", str(out), env=live_env(server.base_url),
+        )  # fmt: skip
+        assert server.served["preflight:silent"] == 2  # the first try and one retry
+    assert result.returncode == 3, result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert "accepted the connection but did not answer a one-token request within 1s, 2 times" in line, line
+    assert not out.exists()
+
+
+def test_an_endpoint_that_answers_503_twice_and_then_works_runs_the_matrix(tmp_path):
+    out = tmp_path / "run"
+    with FaultServer(["ok"], preflight=["503_page", "503_page"]) as server:
+        result = bench(
+            "run", "--model", "live", "--mode", "workflow,react", "--scenario", "blog_brief_approval",
+            "--backoff", "0", "--out", str(out), env=live_env(server.base_url),
+        )  # fmt: skip
+        assert server.served["preflight:503_page"] == 2 and server.served["preflight:ok"] == 1
+    assert result.returncode == 0, result.stderr
+    assert len(summaries(out)) == 2 and json.loads((out / "manifest.json").read_text())["status"] == "complete"

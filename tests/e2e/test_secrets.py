@@ -259,3 +259,49 @@ def test_an_error_body_echoing_the_key_split_and_in_hex_leaves_no_piece_of_8(tmp
     assert result.returncode == 3, result.stderr
     assert leaks(result.stdout + result.stderr, SPLIT_KEY) == [] and leaks_in_folder(out, SPLIT_KEY) == {}
     assert "http_4xx" in (out / "traces.jsonl").read_text()
+
+
+# ---------------------------------------------------------------- spellings only a normalised comparison sees
+
+FOLD_KEY = "sk-proj-Ab12Cd34Ef56Gh78Ij90KlMn"
+
+
+def fullwidth(text: str) -> str:
+    return "".join(chr(ord(c) + 0xFEE0) if 0x21 <= ord(c) <= 0x7E else c for c in text)
+
+
+FOLDED_ECHOES = {  # the seven spellings of the attack run that a normalised comparison catches (ROT13: docs)
+    "reversed": lambda k: k[::-1],
+    "upper-case": str.upper,
+    "spaced": lambda k: " ".join(k),
+    "dashed": lambda k: "-".join(k),
+    "zero-width": lambda k: "\u200b".join(k),
+    "HTML entities": lambda k: "".join(f"&#{ord(c)};" for c in k),
+    "fullwidth": fullwidth,
+}
+
+
+def test_an_endpoint_echoing_the_key_reversed_upper_spaced_dashed_zero_width_as_entities_or_fullwidth_leaks_nothing(
+    tmp_path,
+):
+    from tests.helpers.key_leaks import folded_leaks
+
+    out = tmp_path / "run"
+
+    def echo(spell: Callable[[str], str]) -> Callable[[dict[str, str], dict], bytes]:
+        return lambda h, b: completion_bytes(finish_with(f"your key: {spell(key_of(h))}"))
+
+    answers = [echo(spell) for spell in FOLDED_ECHOES.values()]
+    answers.append(lambda h, b: json.dumps({"error": {"message": f"bad key {key_of(h).upper()[::-1]}"}}).encode())
+    with HostileServer(answers) as server:
+        result = bench(
+            "run", "--live", "--mode", "react", "--scenario", "blog_brief_approval", "--trials", str(len(answers)),
+            "--retries", "0", "--out", str(out),
+            env={"LLM_API_URL": server.base_url, "LLM_MODEL": "m", "LLM_API_KEY": FOLD_KEY},
+        )  # fmt: skip
+        assert server.served >= len(answers)
+    assert "Traceback" not in result.stderr
+    assert folded_leaks(result.stdout + result.stderr, FOLD_KEY) == []
+    for path in (p for p in out.rglob("*") if p.is_file()):
+        assert folded_leaks(path.read_bytes().decode("utf-8", errors="replace"), FOLD_KEY) == [], path.name
+    assert (out / "traces.jsonl").read_text().count(REDACTED) >= len(FOLDED_ECHOES)

@@ -2,7 +2,10 @@
 
 Each request gets the next behaviour of a cyclic script. A good answer is built from the request's
 response schema, so it always fits whatever the mode asked for. The preflight request a live matrix
-starts with (``harness.models.dead_endpoint``) is answered at once and is no part of the script or the counts.
+starts with (``harness.models.dead_endpoint``) is answered at once and is no part of the script or the counts,
+unless ``preflight`` names behaviours for it: the preflight requests get those in turn (counted as
+``preflight:BEHAVIOUR``), then good answers. ``silent`` accepts the request and never answers (until the server
+stops); ``503_page`` is a proxy's plain-text 503.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import itertools
 import json
 import threading
 from collections import Counter
+from contextlib import suppress
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -28,6 +32,8 @@ BEHAVIOURS = (
     "unknown_action",
     "fenced",
     "echo_key",
+    "silent",
+    "503_page",
 )
 
 
@@ -91,9 +97,16 @@ class FaultServer:
     """Serves the script on 127.0.0.1 at a free port, in threads; counts what it served and what it saw."""
 
     def __init__(
-        self, script: list[str] | tuple[str, ...], *, hang_s: float = 2.0, hold_until: int = 0, delay_s: float = 0.0
+        self,
+        script: list[str] | tuple[str, ...],
+        *,
+        hang_s: float = 2.0,
+        hold_until: int = 0,
+        delay_s: float = 0.0,
+        preflight: list[str] | tuple[str, ...] = (),
     ):
         self.script = list(script)
+        self._preflight = iter(preflight)
         # hang_s: how long "hang" holds its answer (cut short when the server stops). hold_until: each request is held
         # until this many are in flight at once (then none is held), so a concurrency bound is reached by events,
         # not by timing; a client that never gets there fails the test after HOLD_LIMIT_S instead of hanging.
@@ -139,7 +152,11 @@ class FaultServer:
                 length = int(self.headers.get("Content-Length", "0"))
                 body = json.loads(self.rfile.read(length))
                 if is_preflight(body):  # a live matrix's first request: answered at once, outside the script
-                    self._send(200, completion("ok"))
+                    with server._lock:
+                        behaviour = next(server._preflight, "ok")
+                        server.served[f"preflight:{behaviour}"] += 1
+                    with suppress(BrokenPipeError, ConnectionResetError):
+                        self._answer(behaviour, body)
                     return
                 with server._lock:
                     behaviour = next(server._next)
@@ -169,6 +186,10 @@ class FaultServer:
                     self._send(200, completion(good))
                 elif behaviour == "429":
                     self._send(429, {"error": {"message": "rate limited"}}, {"Retry-After": "0"})
+                elif behaviour == "silent":
+                    server._closing.wait()  # accepted, never answered: the client's read timeout is all that ends it
+                elif behaviour == "503_page":
+                    self._send_raw(503, b"Service Unavailable", {"Content-Type": "text/plain"})
                 elif behaviour in ("500", "503"):
                     self._send(int(behaviour), {"error": {"message": f"server error {behaviour}"}})
                 elif behaviour == "hang":
@@ -195,10 +216,10 @@ class FaultServer:
                 self._send_raw(status, json.dumps(payload).encode(), headers)
 
             def _send_raw(self, status: int, data: bytes, headers: dict[str, str] | None = None) -> None:
+                headers = {"Content-Type": "application/json", **(headers or {})}
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
-                for key, value in (headers or {}).items():
+                for key, value in headers.items():
                     self.send_header(key, value)
                 self.end_headers()
                 self.wfile.write(data)

@@ -3,13 +3,17 @@
 Brute force on purpose, so that it shares no idea with ``harness.models.scrub``: every 8-character window
 of the key is spelled every way an endpoint could echo it (plain, ``\\uXXXX`` and ``%XX`` and ``\\xXX`` in
 either case, hex in either case, base64 and URL-safe base64 at the three alignments) and searched for in
-the text as it is, decoded (JSON lines, URL-encoding), and with its line breaks taken out.
+the text as it is, decoded (JSON lines, URL-encoding), and with its line breaks taken out. ``folded_leaks`` looks
+for the key's letters and digits alone, case-folded, forwards and backwards, in the text's letters and digits
+alone (after NFKC and HTML entities): upper-case, spaced, dashed, zero-width, fullwidth and reversed echoes.
 """
 
 from __future__ import annotations
 
 import base64
+import html
 import json
+import unicodedata
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -77,3 +81,19 @@ def leaks_in_folder(folder: Path, key: str) -> dict[str, list[str]]:
         if where:
             found[str(path.relative_to(folder))] = where
     return found
+
+
+def _letters_and_digits(text: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFKC", html.unescape(text)).casefold() if c.isalnum())
+
+
+def folded_leaks(text: str, key: str) -> list[str]:
+    """Every 8-character piece of the key's letters and digits (case-folded, either direction) in ``text``'s."""
+    folded = _letters_and_digits(key)
+    seen = [_letters_and_digits(view) for view in views(text)]
+    return [
+        f"{direction}: {piece}"
+        for direction, spelled in (("forwards", folded), ("backwards", folded[::-1]))
+        for piece in windows(spelled)
+        if any(piece in view for view in seen)
+    ]

@@ -104,3 +104,42 @@ def test_bench_toml_naming_an_unset_key_variable_is_one_line(tmp_path, monkeypat
     monkeypatch.chdir(tmp_path)
     with pytest.raises(UserInputError, match=r"bench.toml: models.m: NOPE \(api_key_env\) is not set"):
         RunSpec.build(model="live:m", env={})
+
+
+PASTED = "sk-proj-Q7w9E2r4T6y8U1i3O5p7A9s2D4f6"
+
+
+@pytest.mark.parametrize(
+    "toml",
+    [
+        f'[models.m]\nurl = "https://api.example.com/v1"\napi_key_env = "{PASTED}"\n',  # the key where its name goes
+        f'[models.m]\nurl = "https://api.example.com/v1"\n"{PASTED}" = "x"\n',  # the key as a key name
+        f'[models.m]\nurl = "https://api.example.com/v1"\n{PASTED} = true\n',  # the same, bare
+    ],
+)
+def test_a_key_pasted_where_bench_toml_expects_a_name_is_refused_without_being_shown(tmp_path, monkeypatch, toml):
+    (tmp_path / "bench.toml").write_text(toml)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UserInputError) as caught:
+        RunSpec.build(model="live:m", env={})
+    line = str(caught.value)
+    assert "bench.toml: models.m: " in line and "not shown" in line, line
+    assert PASTED[:8] not in line and PASTED[-8:] not in line and "\n" not in line
+
+
+def test_api_key_env_holding_a_key_says_it_must_name_a_variable(tmp_path, monkeypatch):
+    (tmp_path / "bench.toml").write_text(f'[models.m]\nurl = "https://api.example.com/v1"\napi_key_env = "{PASTED}"\n')
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UserInputError) as caught:
+        RunSpec.build(model="live:m", env={})
+    assert str(caught.value).endswith(
+        "api_key_env must name an environment variable; the value given looks like a key and is not shown"
+    )
+
+
+@pytest.mark.parametrize("name", ["OPENAI_API_KEY", "LLM_API_KEY", "my_key", "GROQ_KEY_2"])
+def test_a_variable_name_does_not_look_like_a_key(name):
+    from harness.models.scrub import looks_like_key
+
+    assert not looks_like_key(name)
+    assert looks_like_key(PASTED) and looks_like_key("a1b2c3d4e5f6a7b8c9d0e1f2")

@@ -1,5 +1,5 @@
-"""The preflight tells an endpoint from a URL that is none, in one line, and the failure streak stops a matrix only
-after K runs in a row end in the same endpoint error."""
+"""The preflight tells an endpoint from a URL that is none, in one line, tries a busy one again as run requests would,
+and names a silent one; the failure streak stops a matrix only after K model calls in a row failed at the endpoint."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def answered(response: httpx.Response | Exception) -> str | None:
             raise response
         return response
 
-    return preflight(CONFIG, transport=httpx.MockTransport(handler))
+    return preflight(CONFIG, transport=httpx.MockTransport(handler), sleep=lambda s: None)
 
 
 def refused(response: httpx.Response | Exception) -> str:
@@ -102,23 +102,73 @@ def test_json_that_is_no_chat_completion_is_no_endpoint():
         httpx.Response(200, json={"choices": [{"message": {"content": "ok"}}]}),
         httpx.Response(400, json={"error": {"message": "max_tokens is not supported"}}),
         httpx.Response(401, json={"error": {"message": "bad key"}}),
-        httpx.Response(500, json={"error": {"message": "overloaded"}}),
-        httpx.Response(429, text="slow down"),  # busy is there, whatever it says
+        httpx.Response(500, json={"error": {"message": "overloaded"}}),  # still after the retries
     ],
 )
 def test_an_endpoint_that_answers_json_is_there_whatever_the_status(response):
     assert answered(response) is None
 
 
-def test_a_first_request_that_times_out_is_only_noted():
-    assert "did not answer a first request within 5s" in (answered(httpx.ReadTimeout("slow")) or "")
+def test_an_endpoint_busy_on_every_try_is_noted_and_started_anyway():
+    assert "HTTP 429 (busy) 4 times" in (answered(httpx.Response(429, text="slow down")) or "")
+
+
+def scripted(*answers: httpx.Response | Exception) -> tuple[list[float], list[str]]:
+    """Preflights an endpoint answering ``answers`` in turn; the waits it slept and what it asked, in order."""
+    slept: list[float] = []
+    script = iter(answers)
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        answer = next(script)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    preflight(CONFIG, transport=httpx.MockTransport(handler), sleep=slept.append)
+    return slept, [repr(a) for a in script]
+
+
+@pytest.mark.parametrize("status", [500, 502, 503])
+def test_a_busy_endpoint_answering_5xx_twice_is_tried_again_with_the_run_requests_back_off(status):
+    ok = httpx.Response(200, json={"choices": [{"message": {"content": "ok"}}]})
+    busy = httpx.Response(status, headers={"Content-Type": "text/plain"}, text="Service Unavailable")
+    slept, left = scripted(busy, busy, ok, ok)
+    assert len(left) == 1 and len(slept) == 2
+    assert 0.5 <= slept[0] <= 1.0 and 1.0 <= slept[1] <= 2.0  # --backoff 1: half fixed, half jitter, doubling
+
+
+def test_retry_after_sets_the_preflights_wait_as_it_does_a_run_requests():
+    ok = httpx.Response(200, json={"choices": [{"message": {"content": "ok"}}]})
+    slept, _ = scripted(httpx.Response(429, headers={"Retry-After": "7"}, json={}), ok)
+    assert slept == [7.0]
+
+
+def test_a_5xx_page_on_every_try_is_no_endpoint():
+    line = refused(httpx.Response(503, headers={"Content-Type": "text/plain"}, text="Service Unavailable"))
+    assert "HTTP 503, not JSON: text/plain: Service Unavailable" in line
+
+
+def test_a_silent_endpoint_is_named_in_one_line_after_its_tries_with_a_short_read_timeout():
+    timeouts: list[object] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        timeouts.append(request.extensions["timeout"])
+        raise httpx.ReadTimeout("silent")
+
+    with pytest.raises(EndpointUnusable) as caught:
+        preflight(
+            LiveConfig(url=URL, model="m", api_key=KEY), transport=httpx.MockTransport(handler), sleep=lambda s: None
+        )
+    line = str(caught.value)
+    assert "accepted the connection but did not answer a one-token request within 10s, 4 times" in line, line
+    assert len(timeouts) == 4 and timeouts[0] == {"connect": 10.0, "read": 10.0, "write": 10.0, "pool": 10.0}
 
 
 # ---------------------------------------------------------------- the streak
 
 
-def run(status: str = "error", verdict: str = "infrastructure", **errors: int) -> SimpleNamespace:
-    return SimpleNamespace(status=status, stop_verdict=verdict, errors=errors)
+def run(status: str = "error", verdict: str = "infrastructure", calls: int = 1, **errors: int) -> SimpleNamespace:
+    return SimpleNamespace(status=status, stop_verdict=verdict, errors=errors, llm_calls=calls)
 
 
 def test_k_runs_in_a_row_with_the_same_endpoint_error_stop_the_cells_that_remain():
@@ -140,7 +190,6 @@ def test_k_runs_in_a_row_with_the_same_endpoint_error_stop_the_cells_that_remain
     [
         run("finished", "correct"),  # a run that worked
         run(verdict="failed_closed", schema=1),  # the model's own error: judged
-        run(timeout=1),  # another endpoint error
         run(replay_miss=1),  # an infrastructure error no endpoint causes
     ],
 )
@@ -149,6 +198,15 @@ def test_a_run_that_ends_otherwise_starts_the_count_again(between):
     for outcome in (run(http_5xx=1), run(http_5xx=1), between, run(http_5xx=1), run(http_5xx=1)):
         streak.add(outcome)
     assert list(streak.cells(range(4))) == [0, 1, 2, 3] and streak.line() is None
+
+
+def test_runs_with_no_model_call_neither_count_nor_break_the_streak_and_any_endpoint_error_counts():
+    streak = FailureStreak(3)
+    no_call = run("suspended", "correct", calls=0)
+    for outcome in (run(timeout=1), no_call, run(network=1), no_call, no_call, run(timeout=1)):
+        streak.add(outcome)
+    assert list(streak.cells(range(3))) == [] and streak.cut
+    assert streak.line() is not None and "3 runs in a row ended in network and timeout" in streak.line()
 
 
 def test_an_interrupted_run_neither_counts_nor_breaks_the_streak():

@@ -179,8 +179,13 @@ def no_piece_left(text: str, key: str = LONG_KEY) -> bool:
 @pytest.mark.parametrize("start", range(len(LONG_KEY) - 7))
 def test_every_piece_of_eight_characters_is_scrubbed_wherever_it_starts(start):
     piece = LONG_KEY[start : start + 8]
-    scrubbed = Scrubber(LONG_KEY).text(f"a {piece} b")
-    assert scrubbed == f"a {REDACTED} b"
+    scrubbed = Scrubber(LONG_KEY).text(f"a {piece} ?")
+    assert scrubbed == f"a {REDACTED} ?"
+
+
+def test_a_neighbour_that_continues_the_key_across_a_separator_is_taken_with_it():
+    """The normalised comparison looks through separators, so "c5 b" reads as the key's "c5b": the "b" goes too."""
+    assert Scrubber(LONG_KEY).text("a f8e7d6c5 b") == f"a {REDACTED}"
 
 
 def test_a_piece_of_seven_characters_from_the_middle_is_left_alone():
@@ -294,3 +299,45 @@ def test_no_piece_of_eight_survives_in_any_spelling_and_the_quick_test_sees_it(
     scrubber = Scrubber(key)
     assert scrubber.mentions(text)
     assert leaks(scrubber.text(text), key) == [], (text, scrubber.text(text))
+
+
+# ---------------------------------------------------------------- the normalised comparison
+
+NORMAL_KEY = "sk-proj-Ab12Cd34Ef56Gh78Ij90KlMn"
+
+
+def fullwidth(text: str) -> str:
+    return "".join(chr(ord(c) + 0xFEE0) if 0x21 <= ord(c) <= 0x7E else c for c in text)
+
+
+NORMALISED_SPELLINGS = {
+    "reversed": NORMAL_KEY[::-1],
+    "upper-case": NORMAL_KEY.upper(),
+    "spaced": " ".join(NORMAL_KEY),
+    "dashed": "-".join(NORMAL_KEY),
+    "zero-width": "\u200b".join(NORMAL_KEY),
+    "HTML entities": "".join(f"&#{ord(c)};" for c in NORMAL_KEY),
+    "hex HTML entities": "".join(f"&#x{ord(c):x};" for c in NORMAL_KEY),
+    "fullwidth": fullwidth(NORMAL_KEY),
+    "lower-case, reversed, escaped": "".join(f"\\u{ord(c):04x}" for c in NORMAL_KEY.lower()[::-1]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NORMALISED_SPELLINGS))
+def test_a_key_spelled_otherwise_is_found_in_its_normalised_form(name):
+    spelled = NORMALISED_SPELLINGS[name]
+    scrubbed = Scrubber(NORMAL_KEY).text(f"the endpoint said <{spelled}> and more")
+    assert scrubbed == f"the endpoint said <{REDACTED}> and more", scrubbed
+
+
+def test_half_the_key_upper_cased_in_a_json_body_is_found_and_the_rest_of_the_text_kept():
+    scrubber = Scrubber(NORMAL_KEY)
+    body = json.dumps({"error": {"message": f"Invalid key {NORMAL_KEY[:16].upper()}; see the docs"}})
+    assert scrubber.mentions(body)
+    assert scrubber.value(json.loads(body)) == {"error": {"message": f"Invalid key {REDACTED}; see the docs"}}
+
+
+def test_ordinary_text_with_separators_and_case_is_left_alone():
+    scrubber = Scrubber(NORMAL_KEY)
+    text = "SK - PROJ notes: the plan is A, B and C; 12 34 56. &amp; done\u200b."
+    assert not scrubber.mentions(text) and scrubber.text(text) == text
