@@ -220,6 +220,10 @@ class RunContext:
         """Whether the gate lets its actions through now: approved, or its condition does not apply."""
         return self.gateway.store.approved(gate)
 
+    def enforcing(self) -> bool:
+        """Whether the gateway blocks a broken rule (``enforce``), rather than commit it and record it (``audit``)."""
+        return self.gateway.policy == "enforce"
+
     def open_gates(self) -> frozenset[str]:
         """Every gate of the scenario that lets its actions through now."""
         return frozenset(g.name for g in self.scenario.gates if self.approved(g.name))

@@ -1,0 +1,97 @@
+"""An agent process as a mode: the example loop judged where it stops, and every way a process can go wrong (a
+command that is not there, a non-zero exit, a hang past the time limit with children, a flood of output) ends the
+run with a clear outcome and nothing left running."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.core import UserInputError
+from modes import MODES
+from modes.runtimes.process.mode import register_process_agent
+from tests.helpers.adapter_runs import adapter_ctx, carried, judged
+from tests.helpers.bench import ROOT
+
+PLAIN_LOOP = ROOT / "examples" / "agents" / "plain_loop.py"
+
+
+def _run(blog, command: str, *, answers: str = "reference", time_limit_s: float = 60.0, **kwargs):
+    name = register_process_agent(f"agent:{command}", command, time_limit_s=time_limit_s)
+    ctx, events = adapter_ctx(blog, answers, **kwargs)
+    result = asyncio.run(carried(MODES[name]().run(ctx)))
+    return judged(ctx, result), events
+
+
+def _python(code: str) -> str:
+    return f"{sys.executable} -c '{code}'"
+
+
+def _exited(events):
+    (ended,) = [e for e in events if e.kind == "decision" and e.result == "agent_exited"]
+    assert ended.detail is not None
+    return ended.detail
+
+
+def test_the_plain_loop_example_asks_for_approval_and_the_run_suspends_at_the_gate(blog):
+    outcome, events = _run(blog, f"{sys.executable} {PLAIN_LOOP}")
+    assert (outcome.status, outcome.suspended_at, outcome.stop_verdict) == ("suspended", "brief_approval", "correct")
+    assert [(e.action, e.result) for e in events if e.kind == "action"] == [
+        ("create_brief", "committed"),
+        ("wait_for_approval", "wait_recorded"),
+    ]
+    assert outcome.llm_calls == 3  # two tool calls and the final message, each one model call through the endpoint
+    assert _exited(events)["exit_code"] == 0
+
+
+def test_the_plain_loop_example_under_audit_with_an_eager_model_commits_the_gated_write_early(blog):
+    outcome, _ = _run(blog, f"{sys.executable} {PLAIN_LOOP}", answers="eager", gateway="audit")
+    assert outcome.premature_side_effects > 0 and outcome.stop_verdict == "late"
+
+
+def test_a_command_that_is_not_there_is_refused_in_one_line():
+    with pytest.raises(UserInputError, match="'no-such-agent-program' is not a program bench can run"):
+        register_process_agent("agent:no-such-agent-program --x", "no-such-agent-program --x")
+
+
+def test_a_non_zero_exit_ends_the_run_as_the_agents_error_with_its_last_line(blog):
+    outcome, events = _run(blog, _python('import sys; print("the agent broke"); sys.exit(3)'))
+    assert outcome.status == "error" and outcome.stop_verdict != "infrastructure"
+    (error,) = [e for e in events if e.kind == "error"]
+    assert error.error is not None and "status 3: the agent broke" in error.error.message
+    assert _exited(events)["exit_code"] == 3
+
+
+def test_a_hanging_agent_is_stopped_at_the_time_limit_with_the_processes_it_started(blog, tmp_path):
+    pid_file = tmp_path / "child.pid"
+    code = (
+        "import subprocess, time; "
+        f'child = subprocess.Popen(["sleep", "300"]); open("{pid_file}", "w").write(str(child.pid)); '
+        'open("notes.txt", "w").write("x"); time.sleep(300)'
+    )
+    outcome, events = _run(blog, _python(code), time_limit_s=1.0)
+    assert (outcome.status, outcome.stop_verdict) == ("step_limit", "no_stop")
+    detail = _exited(events)
+    assert detail["timed_out"] and detail["files_written"] == ["notes.txt"]  # what it wrote in its folder, named
+    child = int(pid_file.read_text())
+    assert not _alive(child), "the agent's child outlived its run"
+
+
+def test_an_agent_that_floods_its_output_is_read_to_the_end_and_keeps_only_the_tail(blog):
+    outcome, events = _run(blog, _python('import sys; [sys.stdout.write("x" * 65536) for _ in range(80)]'))
+    detail = _exited(events)
+    assert detail["exit_code"] == 0 and detail["output_bytes"] == 80 * 65536
+    assert outcome.status == "finished"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = Path(f"/proc/{pid}/status")
+    return not (status.exists() and "State:\tZ" in status.read_text())  # a zombie waiting for its reaper is gone
