@@ -5,6 +5,7 @@ A mode imports ``harness.core`` and nothing else of the harness (the import-laye
 """
 
 from harness.core.approvals import Gatekeeper, NobodyYet, RejectedByHuman, Suspended
+from harness.core.audit_hash import audit_hash
 from harness.core.clock import Clock, FakeClock, SystemClock
 from harness.core.context import RunContext
 from harness.core.gateway import ActionRecord, Gateway
@@ -61,6 +62,7 @@ __all__ = [
     "UnknownNameError",
     "UserInputError",
     "VirtualStore",
+    "audit_hash",
     "check_for",
     "collect",
     "crash_point",

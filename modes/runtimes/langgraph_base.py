@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Collection
-from typing import ClassVar, Literal, TypedDict
+from typing import ClassVar, Literal, NotRequired, TypedDict
 
 from harness.core import HumanDecision, RunContext, UserInputError
 from modes.runtimes.base import RuntimeMode
@@ -49,16 +49,22 @@ class GateRequest(TypedDict):
     step: int
     action: str | None
     node: str | None
+    call: NotRequired[str]  # a tool's request: its call's id and its arguments' digest, which the answer must name
+    digest: NotRequired[str]
 
 
 class GateAnswer(TypedDict, total=False):
-    """The resume value: the decision (approve or revise, with its note), or why nobody could be asked."""
+    """The resume value: the decision (approve or revise, with its note), or why nobody could be asked; and the
+    request it answers (``gate``, ``call``, ``digest``), so it reaches no other call."""
 
     decision: Literal["approve", "revise"]
     note: str
     who: str
     blocked: str  # the blocked request's observation line
     reason: str  # the blocked request's reason, as a node's failure
+    gate: str
+    call: str | None
+    digest: str | None
 
 
 def decision_of(gate: str, answer: GateAnswer) -> HumanDecision:

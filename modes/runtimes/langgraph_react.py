@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from harness.core import HumanDecision, ModeResult, RunContext
+from harness.core import HumanDecision, ModeResult, RunContext, UserInputError
 from modes.base import mode
 from modes.prompting import system_message
 from modes.react import ANSWER, INSTRUCTIONS
@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
     from langgraph.checkpoint.base import BaseCheckpointSaver
     from langgraph.pregel import Pregel
+
+    from modes.runtimes.langgraph_reviews import AnswerFunction
 
 # Graph steps a user's graph may take per tool call before LangGraph's recursion limit ends the run (bench's own
 # graph takes two: the model node, then the tools).
@@ -70,11 +72,13 @@ async def run_agent(ctx: RunContext, agent: LangGraphReAct, decision: HumanDecis
         gateway_tools,
         tool_calls_in,
     )
+    from modes.runtimes.langgraph_calls import CallBook
     from modes.runtimes.langgraph_driver import GraphRun, checkpointer
 
     scenario = ctx.scenario
-    tools = gateway_tools(ctx, [spec.name for spec in scenario.actions])
-    model = BenchChatModel(ctx)
+    book = CallBook()
+    tools = gateway_tools(ctx, [spec.name for spec in scenario.actions], book)
+    model = BenchChatModel(ctx, book)
     factory = type(agent).agent_factory
     limit = (2 if factory is None else USER_GRAPH_STEPS_PER_CALL) * (ctx.limits.max_steps + 1) + 1
     try:
@@ -82,8 +86,9 @@ async def run_agent(ctx: RunContext, agent: LangGraphReAct, decision: HumanDecis
             if factory is None:
                 graph = agent_graph(tools, model, saver, ctx)
             else:
-                graph = factory(tools, model).compile(checkpointer=saver)
-            run = GraphRun(ctx, graph, recursion_limit=limit, durability=agent.durability)
+                graph = own_graph(factory(tools, model), saver)
+            answer = own_answer(factory) if factory is not None else None
+            run = GraphRun(ctx, graph, recursion_limit=limit, durability=agent.durability, book=book, answer=answer)
             if decision is not None:
                 state = await run.resume(decision)
             else:
@@ -98,9 +103,34 @@ async def run_agent(ctx: RunContext, agent: LangGraphReAct, decision: HumanDecis
     except GraphRecursionError:
         ctx.decide(ctx.limits.max_steps + 1, "framework", None, "step_limit", {"recursion_limit": limit})
         return ModeResult("step_limit")
-    step = len(tool_calls_in(state["messages"])) + 1
+    step = len(tool_calls_in(state.get("messages", []))) + 1
     ctx.decide(step, "framework", scenario.finish_action.name, "run_finished")
     return ModeResult("finished")
+
+
+def own_graph(built: Any, saver: BaseCheckpointSaver) -> Pregel:
+    """A user's factory's graph on the run's checkpointer: a builder (``StateGraph``) compiled with it, or a compiled
+    graph (``create_react_agent``'s, ``graph.compile()``'s) given it in place of its own, so its interrupts survive
+    the process."""
+    from langgraph.graph import StateGraph
+    from langgraph.pregel import Pregel
+
+    if isinstance(built, StateGraph):
+        return built.compile(checkpointer=saver)
+    if isinstance(built, Pregel):
+        return built.copy(update={"checkpointer": saver})
+    raise UserInputError(
+        f"the agent's factory returned {type(built).__name__}: give a LangGraph StateGraph or a compiled graph"
+    )
+
+
+def own_answer(factory: Any) -> AnswerFunction | None:
+    """A user's answer function for interrupt payloads of the agent's own: ``answer`` on the factory, else ``ANSWER``
+    in its module (docs/agents.md)."""
+    import inspect
+
+    found = getattr(factory, "answer", None) or getattr(inspect.getmodule(factory), "ANSWER", None)
+    return found if callable(found) else None
 
 
 def agent_graph(tools: list[BaseTool], model: BaseChatModel, saver: BaseCheckpointSaver, ctx: RunContext) -> Pregel:

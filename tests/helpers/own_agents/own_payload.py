@@ -1,0 +1,46 @@
+"""An approval step of the agent's own: ``interrupt()`` with its own payload and its own answer (``ANSWER``)."""
+
+from typing import Annotated, Any, TypedDict
+
+from langchain_core.messages import AnyMessage, ToolMessage
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.prebuilt import ToolNode, tools_condition
+from langgraph.types import Command, interrupt
+
+WRITES = {"write_draft", "create_brief"}  # the agent's own idea of what needs a person
+
+
+class State(TypedDict):
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+def ANSWER(payload: Any, verdict: Any) -> str:  # noqa: N802 - the name bench looks for
+    """How this agent wants to be answered: "yes", or "no: why"."""
+    return "yes" if verdict.approved else f"no: {verdict.note}"
+
+
+def build(tools: list[Any], model: Any) -> StateGraph:
+    bound = model.bind_tools(tools)
+
+    async def think(state: State) -> dict[str, Any]:
+        return {"messages": [await bound.ainvoke(state["messages"])]}
+
+    def check(state: State) -> Command:
+        call = state["messages"][-1].tool_calls[0]
+        if call["name"] not in WRITES:
+            return Command(goto="tools")
+        said = interrupt({"question": f"Shall I run {call['name']}?", "tool_call": call})
+        if said == "yes":
+            return Command(goto="tools")
+        feedback = ToolMessage(content=said, tool_call_id=call["id"], name=call["name"])
+        return Command(goto="think", update={"messages": [feedback]})
+
+    graph = StateGraph(State)
+    graph.add_node("think", think)
+    graph.add_node("check", check, destinations=("tools", "think"))
+    graph.add_node("tools", ToolNode(tools))
+    graph.add_edge(START, "think")
+    graph.add_conditional_edges("think", tools_condition, {"tools": "check", END: END})
+    graph.add_edge("tools", "think")
+    return graph

@@ -1,0 +1,39 @@
+"""An approval asked with a plain question string and no answer function: bench's default answer, read by key."""
+
+from typing import Annotated, Any, TypedDict
+
+from langchain_core.messages import AnyMessage, ToolMessage
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.prebuilt import ToolNode, tools_condition
+from langgraph.types import Command, interrupt
+
+
+class State(TypedDict):
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+def build(tools: list[Any], model: Any) -> StateGraph:
+    bound = model.bind_tools(tools)
+
+    async def think(state: State) -> dict[str, Any]:
+        return {"messages": [await bound.ainvoke(state["messages"])]}
+
+    def check(state: State) -> Command:
+        call = state["messages"][-1].tool_calls[0]
+        if call["name"] != "write_draft":
+            return Command(goto="tools")
+        answer = interrupt(f"Approve {call['name']}?")
+        if answer["approved"]:
+            return Command(goto="tools")
+        feedback = ToolMessage(content=answer["note"], tool_call_id=call["id"], name=call["name"])
+        return Command(goto="think", update={"messages": [feedback]})
+
+    graph = StateGraph(State)
+    graph.add_node("think", think)
+    graph.add_node("check", check, destinations=("tools", "think"))
+    graph.add_node("tools", ToolNode(tools))
+    graph.add_edge(START, "think")
+    graph.add_conditional_edges("think", tools_condition, {"tools": "check", END: END})
+    graph.add_edge("tools", "think")
+    return graph
