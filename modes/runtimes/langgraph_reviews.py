@@ -43,11 +43,12 @@ class Review:
     gate: str | None
     step: int | None = None  # bench's own request says its step
     node: str | None = None  # bench's approval node (langgraph_workflow): a gate with no call
+    given_digest: str | None = None  # bench's own request carries its arguments' digest, not the arguments
 
     @property
     def digest(self) -> str:
         """What an approval binds to besides the call's id: the digest of its arguments."""
-        return audit_hash(self.args)
+        return self.given_digest or audit_hash(self.args)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,6 +80,7 @@ def read(payload: Any, pending: Sequence[Mapping[str, Any]], scenario: Scenario)
             gate,
             step=payload.get("step"),
             node=payload.get("node"),
+            given_digest=payload.get("digest"),
         )
         return "bench", [review]
     if _is_human_interrupt(payload):

@@ -21,10 +21,7 @@ def build(tools: list[Any], model: Any) -> StateGraph:
     def act(state: State) -> dict[str, Any]:
         results = []
         for call in state["messages"][-1].tool_calls:
-            try:
-                content = str(by_name[call["name"]].invoke(call["args"]))
-            except Exception as exc:  # the agent's own error handling: the model reads what went wrong
-                content = f"error: {exc}"
+            content = str(by_name[call["name"]].invoke(call["args"]))
             results.append(ToolMessage(content=content, tool_call_id=call["id"], name=call["name"]))
         return {"messages": results}
 

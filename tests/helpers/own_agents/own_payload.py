@@ -1,4 +1,5 @@
-"""An approval step of the agent's own: ``interrupt()`` with its own payload and its own answer (``ANSWER``)."""
+"""Every tool call put to a person by the agent's own step: ``interrupt()`` with its own payload, answered the way its
+``ANSWER`` function says."""
 
 from typing import Annotated, Any, TypedDict
 
@@ -7,8 +8,6 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import Command, interrupt
-
-WRITES = {"write_draft", "create_brief"}  # the agent's own idea of what needs a person
 
 
 class State(TypedDict):
@@ -28,8 +27,6 @@ def build(tools: list[Any], model: Any) -> StateGraph:
 
     def check(state: State) -> Command:
         call = state["messages"][-1].tool_calls[0]
-        if call["name"] not in WRITES:
-            return Command(goto="tools")
         said = interrupt({"question": f"Shall I run {call['name']}?", "tool_call": call})
         if said == "yes":
             return Command(goto="tools")

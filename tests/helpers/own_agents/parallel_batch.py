@@ -25,7 +25,9 @@ class BatchModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "batch"
 
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> ChatResult:
         turn = sum(isinstance(m, AIMessage) for m in messages)
         if turn >= len(TURNS):
             return ChatResult(generations=[ChatGeneration(message=AIMessage(content="done"))])

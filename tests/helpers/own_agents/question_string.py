@@ -1,4 +1,5 @@
-"""An approval asked with a plain question string and no answer function: bench's default answer, read by key."""
+"""Every tool call put to a person as a plain question string, with no answer function: bench's default answer,
+read by key."""
 
 from typing import Annotated, Any, TypedDict
 
@@ -21,8 +22,6 @@ def build(tools: list[Any], model: Any) -> StateGraph:
 
     def check(state: State) -> Command:
         call = state["messages"][-1].tool_calls[0]
-        if call["name"] != "write_draft":
-            return Command(goto="tools")
         answer = interrupt(f"Approve {call['name']}?")
         if answer["approved"]:
             return Command(goto="tools")
