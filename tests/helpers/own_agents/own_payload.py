@@ -14,9 +14,12 @@ class State(TypedDict):
     messages: Annotated[list[AnyMessage], add_messages]
 
 
-def ANSWER(payload: Any, verdict: Any) -> str:  # noqa: N802 - the name bench looks for
+def answer(payload: Any, verdict: Any) -> str:
     """How this agent wants to be answered: "yes", or "no: why"."""
     return "yes" if verdict.approved else f"no: {verdict.note}"
+
+
+ANSWER = answer  # bench answers the agent's own interrupts with it
 
 
 def build(tools: list[Any], model: Any) -> StateGraph:
