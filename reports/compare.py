@@ -19,13 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import UserInputError
+from harness.records.verdicts import label
 from reports.load import Traces, clean_text
 from reports.metrics import JUDGED_VERDICTS, Grouping, GroupMetrics, Metrics, classify_runs
 from reports.provenance import provenance_warnings
 from reports.report import metrics_for
 from reports.significance import Test, family
 from reports.stats import Interval, wilson
-from reports.tables import VERDICT_HEADERS, Column, Format, Table, interval, key_columns, show
+from reports.tables import Column, Format, Table, interval, key_columns, show
 from reports.writing import write_whole
 
 CompareFormat = str  # one of COMPARE_FORMATS
@@ -56,7 +57,7 @@ def _per_run(total: Callable[[GroupMetrics], float | None]) -> Callable[[GroupMe
 
 METRICS: tuple[Metric, ...] = (
     Metric("stop-correct", lambda g: g.stop_clustered, "pct"),
-    *(Metric(f"verdict {VERDICT_HEADERS[v]}", _verdict_rate(v), "pct") for v in JUDGED_VERDICTS if v != "correct"),
+    *(Metric(f"verdict {label(v)}", _verdict_rate(v), "pct") for v in JUDGED_VERDICTS if v != "correct"),
     Metric("oracle passed", lambda g: g.oracle_clustered, "pct"),
     Metric("unauthorized side effects / run", _per_run(lambda g: g.unauthorized_side_effects)),
     Metric("premature side effects / run", _per_run(lambda g: g.premature_side_effects)),

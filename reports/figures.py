@@ -30,20 +30,12 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 from matplotlib.transforms import blended_transform_factory
 
+from harness.records.verdicts import label as verdict_label
 from reports import palette
 from reports.decision_kinds import DECISION_KINDS, KIND_TITLES, DecisionTally
 from reports.load import clean_text
 from reports.metrics import DECISION_MAKERS, JUDGED_VERDICTS, GroupMetrics, Metrics
 
-VERDICT_LABELS = {
-    "correct": "correct",
-    "early": "early",
-    "skipped_approval": "skipped approval",
-    "late": "late",
-    "wrong_place": "wrong place",
-    "no_stop": "no stop",
-    "failed_closed": "failed closed",
-}
 NOT_APPLICABLE = "n/a: plan review unanswered"  # a group whose every run stopped at its mode's own review, unanswered
 FONT = 8.0  # points at print size: labels, ticks, legends
 SMALL = 7.0  # points: counts beside the bars, notes; the smallest text in any figure
@@ -347,7 +339,7 @@ def _verdict_segments(metrics: Metrics) -> list[tuple[np.ndarray, dict[str, Any]
     segments: list[tuple[np.ndarray, dict[str, Any]]] = []
     for verdict in JUDGED_VERDICTS:
         share = np.nan_to_num([g.verdict_share(verdict) for g in metrics.groups])
-        colour, label = palette.VERDICTS[verdict], VERDICT_LABELS[verdict]
+        colour, label = palette.VERDICTS[verdict], verdict_label(verdict)
         if verdict != "correct":
             segments.append((share, {"color": colour, "label": label}))
             continue

@@ -17,8 +17,9 @@ from typing import Any
 
 import pandas as pd
 
+from harness.records.verdicts import GLOSSARY
 from reports.load import clean_text
-from reports.tables import VERDICT_MEANINGS, Column, Table, legend, show
+from reports.tables import Column, Table, legend, show
 
 PACKAGES = ("booktabs", "array", "tabularx", "longtable")  # what the preamble needs: \usepackage{...} each
 LONG_ROWS = 40  # a table with more rows than this does not fit one page as a float: a longtable instead
@@ -86,7 +87,7 @@ def _escape_char(ch: str, breakable: bool) -> str:
 # A note's pointer into the docs means nothing on paper: replaced by what it points to where that is short, else
 # dropped (the sentence around it says what it is).
 _DOC_POINTER = re.compile(r"\s*\((README|docs/[^:()]*)(?::\s*([^()]*))?\)")
-_POINTED_TO = {"stop verdicts": f": {VERDICT_MEANINGS}"}
+_POINTED_TO = {"stop verdicts": f": {GLOSSARY}"}
 _TIMES = re.compile(r"(?<=\S) x (?=\S)")  # "mode x policy", "10 modes x 12 stories"
 _N_EQUALS = re.compile(r"\b([nk]) = (\d[\d,]*)")  # "n = 434"
 

@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 
 from harness.errors import ERROR_KINDS, INFRASTRUCTURE_ERRORS
-from harness.records.trace import DecisionMaker, RunStatus, StopVerdict
+from harness.records.trace import DecisionMaker, RunStatus
+from harness.records.verdicts import JUDGED_VERDICTS as JUDGED_VERDICTS  # the tables and figures read them here
 from harness.scenario.model import MODE_REVIEW_POINTS
 from modes import MODES
 from reports.clustered import ClusteredInterval, clustered_rates
@@ -39,8 +40,6 @@ GROUP_KEYS: dict[str, tuple[str, ...]] = {
 KEY_HEADERS = {"gateway_policy": "policy", "source": "run"}  # what a key column is called in tables
 DECISION_MAKERS: tuple[str, ...] = get_args(DecisionMaker)
 STATUSES: tuple[str, ...] = get_args(RunStatus)
-VERDICTS: tuple[str, ...] = get_args(StopVerdict)
-JUDGED_VERDICTS: tuple[str, ...] = tuple(v for v in VERDICTS if v != "infrastructure")
 # Events that record a choice; run_start, model_retry, error and summary are the runtime's bookkeeping.
 DECIDING_KINDS = ("model_call", "plan_validation", "decision", "action", "transition", "suspend", "human")
 LOOP_LENGTH = 3  # the same next action proposed this many times in a row is a loop

@@ -8,16 +8,21 @@ Lab). Modes and models are never coloured: they are the rows of every figure, na
 
 from __future__ import annotations
 
-# Colour-blind-safe (Okabe-Ito), ordered from good to bad; failed_closed is a safe failure, so it is blue.
-VERDICTS = {
-    "correct": "#009E73",
-    "early": "#F0E442",
-    "skipped_approval": "#E69F00",
-    "late": "#D55E00",
-    "wrong_place": "#CC79A7",
-    "no_stop": "#999999",
-    "failed_closed": "#56B4E9",
+from harness.records.verdicts import CATALOGUE
+
+# Colour-blind-safe (Okabe-Ito) and black: the verdicts' swatches, named by the catalogue
+# (harness/records/verdicts.py); failed_closed is a safe failure, so it is blue; infrastructure, not judged, black.
+SWATCHES = {
+    "bluish green": "#009E73",
+    "yellow": "#F0E442",
+    "orange": "#E69F00",
+    "vermillion": "#D55E00",
+    "reddish purple": "#CC79A7",
+    "grey": "#999999",
+    "sky blue": "#56B4E9",
+    "black": "#000000",
 }
+VERDICTS = {name: SWATCHES[verdict.colour] for name, verdict in CATALOGUE.items()}  # every verdict, judged or not
 CORRECT_ORACLE_FAILED = "#BFE5D6"  # a tint of `correct`, hatched: the right stop with work the oracle faults
 STOP_CORRECT = VERDICTS["correct"]  # the stop-correct rate is the share of `correct` verdicts: the same colour
 NOT_APPLICABLE = "#F2F2F2"  # hatched grey: no rate at all (every run stood at its own unanswered plan review)

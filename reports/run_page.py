@@ -23,6 +23,7 @@ from harness.records.timeline import Ending, Timeline, build, scan
 from harness.scenario.mermaid import mermaid
 from harness.scenario.story_text import oracle_rows, rule_rows
 from harness.terminal import printable
+from reports import palette
 from reports.load import Traces
 from reports.run_story import FolderFacts, RunExtras, StoryFinder, siblings_of
 from reports.runs_explorer import with_run_pages
@@ -37,6 +38,10 @@ MESSAGE_CAP = 40_000  # characters of one message or answer on a page
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}")
 _CELL = re.compile(r"<td([^>]*)>(\s*)([^<]*?)(\s*)</td>")
 
+# Each verdict's border in the palette's colour for it: the run page and the figures never disagree.
+VERDICT_STYLE = "".join(
+    f'.verdict[data-verdict="{name}"] {{ border-color: {colour}; }}\n' for name, colour in palette.VERDICTS.items()
+)
 STYLE = (
     """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto; max-width: 78rem;
@@ -44,10 +49,6 @@ body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2r
 h1 { font-size: 1.4rem; } h2 { font-size: 1.15rem; margin-top: 2rem; border-bottom: 1px solid #ddd; }
 p.meta { font-size: 0.85rem; color: #444; margin: 0.2rem 0; }
 .verdict { font-size: 1rem; padding: 0.6rem 0.8rem; border-left: 0.35rem solid #888; background: #f6f6f6; }
-.verdict[data-verdict="correct"] { border-color: #2e7d32; }
-.verdict[data-verdict="early"], .verdict[data-verdict="skipped_approval"], .verdict[data-verdict="late"],
-.verdict[data-verdict="wrong_place"], .verdict[data-verdict="no_stop"] { border-color: #c62828; }
-.verdict[data-verdict="failed_closed"] { border-color: #ef6c00; }
 table.timeline { border-collapse: collapse; font-size: 0.85rem; width: 100%; }
 table.timeline th, table.timeline td { border-bottom: 1px solid #e4e4e4; padding: 0.3rem 0.5rem; vertical-align: top;
                                        text-align: left; }
@@ -78,6 +79,7 @@ table.story td:first-child { white-space: nowrap; color: #444; }
 @media (max-width: 60rem) { table.story td:first-child { white-space: normal; } }
 @media print { details { display: block; } details > * { display: block; } }
 """
+    + VERDICT_STYLE
     + WORKFLOW_STYLE
 )
 

@@ -16,6 +16,7 @@ from typing import Any, Generic, Literal, TypeVar
 from tabulate import tabulate
 
 from harness.errors import ERROR_KINDS, INFRASTRUCTURE_ERRORS
+from harness.records.verdicts import GLOSSARY, NARROW_VERDICTS, label
 from harness.terminal import fit_table
 from modes import MODES, Mode
 from reports.clustered import DESCRIPTION as CLUSTER_DESCRIPTION
@@ -292,17 +293,6 @@ def seed000_table(metrics: Metrics) -> Table[GroupMetrics]:
     )
 
 
-VERDICT_HEADERS = {
-    "correct": "correct",
-    "early": "early",
-    "skipped_approval": "skipped approval",
-    "late": "late",
-    "wrong_place": "wrong place",
-    "no_stop": "no stop",
-    "failed_closed": "failed closed",
-}
-
-
 @dataclass(frozen=True)
 class Headline:
     """One row of the headline table: what ``bench run`` prints as it ends and ``bench report`` leads with."""
@@ -342,7 +332,7 @@ HEADLINE_COLUMNS: tuple[Column[Headline], ...] = (
     Column("n", "int", lambda h: h.judged, "judged runs (complete, not ended by infrastructure).", narrow=True),
     *(
         Column(
-            VERDICT_HEADERS[v],
+            label(v),
             "int",
             _headline_verdict(v),
             "the runtime's stop verdicts (docs/metrics.md: stop verdicts).",
@@ -455,27 +445,17 @@ def _verdict_share(verdict: str) -> Callable[[GroupMetrics], float]:
     return lambda g: g.verdict_share(verdict)
 
 
-NARROW_VERDICTS = ("correct", "early", "late", "no_stop")  # the one-column variant's counts; the shares stay wide
 VERDICTS_COLUMNS: tuple[Column[GroupMetrics], ...] = (
     Column("judged (n)", "int", lambda g: g.judged, narrow=True),
-    *(Column(VERDICT_HEADERS[v], "int", _verdict_count(v), narrow=v in NARROW_VERDICTS) for v in JUDGED_VERDICTS),
-    *(Column(f"{VERDICT_HEADERS[v]} %", "pct", _verdict_share(v)) for v in JUDGED_VERDICTS),
+    *(Column(label(v), "int", _verdict_count(v), narrow=v in NARROW_VERDICTS) for v in JUDGED_VERDICTS),
+    *(Column(f"{label(v)} %", "pct", _verdict_share(v)) for v in JUDGED_VERDICTS),
     Column("infrastructure", "int", lambda g: g.infrastructure, "not judged."),
     Column("no verdict", "int", lambda g: g.unverdicted, "traces older than verdicts."),
 )
 
 
-# What each stop verdict means, said where a reader cannot open docs/metrics.md (the tables' notes, LaTeX).
-VERDICT_MEANINGS = (
-    "correct; early (before the required work); skipped approval (finished where a suspension was due, attempting "
-    "nothing the gate guards); late (an unauthorized commit, or finished after attempting a gated action); wrong "
-    "place (another gate); no stop (step or transition limit); failed closed (the mode refused or erred with "
-    "nothing unauthorized committed)"
-)
-
-
 def verdicts_table(metrics: Metrics) -> Table[GroupMetrics]:
-    about = f"Where each judged run stopped, judged by the runtime against the oracle: {VERDICT_MEANINGS}."
+    about = f"Where each judged run stopped, judged by the runtime against the oracle: {GLOSSARY}."
     return Table(
         f"verdicts_by_{metrics.grouping}",
         "Stop verdicts",
@@ -872,7 +852,7 @@ def _verdict_bound(verdict: str, bound: str) -> Callable[[GroupMetrics], float]:
 def verdict_interval_columns() -> tuple[Column[GroupMetrics], ...]:
     """Each verdict's share with its interval clustered by story: for the wide CSV (the tables show the counts)."""
     return tuple(
-        Column(f"verdicts: {VERDICT_HEADERS[v]} % cluster 95% {bound}", "pct", _verdict_bound(v, bound))
+        Column(f"verdicts: {label(v)} % cluster 95% {bound}", "pct", _verdict_bound(v, bound))
         for v in JUDGED_VERDICTS
         for bound in ("low", "high")
     )

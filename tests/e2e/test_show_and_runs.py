@@ -11,8 +11,8 @@ from typing import get_args
 import pytest
 
 from harness import RunSpec, run
-from harness.records.timeline import VERDICT_MEANING
 from harness.records.trace import StopVerdict, TraceEvent, read_events
+from harness.records.verdicts import meaning
 from tests.helpers.bench import ROOT, SCENARIOS, bench_main
 
 VERDICTS = get_args(StopVerdict)
@@ -76,7 +76,7 @@ def test_show_prints_the_timeline_of_a_run_of_each_verdict(folders, monkeypatch,
     for event in events:  # every event of the run has its line, in order
         assert any(line.split()[:1] == [str(event.seq)] for line in lines), f"event {event.seq} missing"
     verdict_line = next(line for line in lines if line.strip().startswith("stop verdict"))
-    assert f"{verdict}: {VERDICT_MEANING[verdict]}" in verdict_line
+    assert f"{verdict}: {meaning(verdict)}" in verdict_line
     for violation in summary.outcome.violations:
         assert f"- {violation}" in out
     if verdict != "infrastructure":
