@@ -2,10 +2,21 @@
 
 Nothing is ever deleted before a new run is complete, and ``--replace`` only ever replaces a folder
 that holds a bench run (its manifest), never an arbitrary directory.
+
+The swap is atomic from the user's view: the staging folder (``.NAME.partial``, marked ``STAGED_MARK`` from the
+moment it is made) and ``--out`` are exchanged in one rename (Linux's ``renameat2(RENAME_EXCHANGE)``; two renames
+elsewhere), so ``--out`` holds the old run or the new one at every instant; then the old run, now beside it, is
+deleted and the mark taken out of ``--out``. A kill anywhere in between is repaired by the next bench command on
+that ``--out`` (``recover_swap``): a marked ``--out`` is the new run, and what is left of the old one goes; a marked
+staging folder where ``--out`` is missing (cut between the two renames) is renamed into place; a staging folder
+whose run completed (a kill, or a file of the user's in ``--out``, stopped the swap) is swapped in now; one whose run
+never completed is a run no one can resume and goes, leaving the old run as it was.
 """
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import fcntl
 import json
 import os
@@ -18,7 +29,8 @@ from typing import IO
 
 from harness.errors import UserInputError
 from harness.records.checkpoint import CHECKPOINT_FILE
-from harness.records.manifest import MANIFEST_FILE, is_run_folder
+from harness.records.manifest import MANIFEST_FILE, is_run_folder, read_manifest
+from harness.records.write_faults import reached
 
 LOCK_FILE = ".bench.lock"
 TRACE_FILE = "traces.jsonl"
@@ -27,6 +39,7 @@ REPORT_DIR = "report"  # bench report's default --out inside a run folder
 # Where runtime adapters' frameworks keep each run's own state (runtime/<run id>/: a checkpointer's database, a
 # serialised run state): bench's, written by the framework, so --replace deletes it with the run.
 RUNTIME_DIR = "runtime"
+STAGED_MARK = ".bench-staged"  # a --replace run's staged folder, from its start until its swap is cleaned up
 
 # What bench writes in a run folder: only these does --replace ever delete. Every other file is the user's.
 RUN_FILES = frozenset(
@@ -35,6 +48,7 @@ RUN_FILES = frozenset(
         MANIFEST_FILE,
         RECORDING_FILE,
         LOCK_FILE,
+        STAGED_MARK,
         CHECKPOINT_FILE,
         *(f"{CHECKPOINT_FILE}{suffix}" for suffix in ("-wal", "-shm", "-journal")),
         f"{MANIFEST_FILE}.tmp",  # a manifest write cut short
@@ -84,6 +98,7 @@ class RunFolder:
             )
         if out.exists() and not out.is_dir():
             raise UserInputError(f"--out {out}: exists and is not a folder")
+        recover_swap(out)
         created = not out.exists()
         _make(out, "--out")
         stray_lock = not (out / LOCK_FILE).exists()  # ours to remove if the folder turns out not to be usable
@@ -92,9 +107,13 @@ class RunFolder:
             locks.append(_lock(out, f"--out {out}"))  # first: a folder another run holds is named as such
             _check_target(out, replace)
             if replace and _holds_files(out):
-                staging = out.with_name(f".{out.name}.partial")
-                _clear_staging(staging)
+                staging = staging_of(out)
+                if staging.exists() or staging.is_symlink():  # recover_swap leaves none of its own
+                    raise UserInputError(
+                        f"--replace: {staging} is in the way and is not a bench staging folder; move it away"
+                    )
                 _make(staging, "--out")
+                (staging / STAGED_MARK).touch()
                 locks.append(_lock(staging, f"--out {out} (staging)"))
                 return cls(out, staging, locks, created=True)
             return cls(out, out, locks, created)
@@ -110,6 +129,10 @@ class RunFolder:
     def attach(cls, path: Path) -> RunFolder:
         """An existing run folder, locked so that nothing else writes to it meanwhile (``bench resume``)."""
         try:
+            recover_swap(path)
+        except OSError as exc:
+            raise UserInputError(f"{path}: cannot finish an interrupted --replace ({exc.strerror})") from None
+        try:
             usable = path.is_dir() and is_run_folder(path)
         except OSError:  # a name too long, a loop of links
             usable = False
@@ -124,18 +147,16 @@ class RunFolder:
         """Swaps a completed staging folder into the target's place; returns where the run now is."""
         if not self.staging or not complete:
             return self.path
-        retired = self.target.with_name(f".{self.target.name}.old")
-        if retired.exists() and not retired.is_symlink() and is_run_folder(retired) and not foreign_files(retired):
-            shutil.rmtree(retired)
-        if retired.exists() or retired.is_symlink():
-            raise UserInputError(f"--replace: {retired} is in the way and is not a bench run; move it away")
         kept_apart = f"the new run stays in {self.path}"
         if self.target.is_symlink():  # made one while the run went on
             raise UserInputError(f"--replace: {self.target} became a symbolic link; {kept_apart}")
-        _refuse_foreign(self.target, f"; {kept_apart}")  # a file added while the run went on is still the user's
-        self.target.rename(retired)
-        self.path.rename(self.target)
-        shutil.rmtree(retired)
+        locks = [_lock(self.target, f"--replace: {self.target}"), _lock(self.path, f"--replace: {self.path}")]
+        try:
+            _refuse_foreign(self.target, f"; {kept_apart}")  # a file added while the run went on is still the user's
+            _exchange(self.path, self.target)  # --out holds the new run from here on
+            _finish_swap(self.target)
+        finally:
+            _unlock(locks)
         self.path = self.target
         return self.target
 
@@ -237,19 +258,101 @@ def _make(folder: Path, flag: str) -> None:
         raise UserInputError(f"{flag} {folder}: cannot write there ({exc.strerror or type(exc).__name__})") from None
 
 
-def _clear_staging(staging: Path) -> None:
-    """A staging folder left by an interrupted --replace run is ours to drop; anything else is not."""
-    if not staging.exists():
+def staging_of(out: Path) -> Path:
+    """Where a --replace run of ``out`` is staged until its swap."""
+    return out.with_name(f".{out.name}.partial")
+
+
+def retired_of(out: Path) -> Path:
+    """Where the old run of ``out`` waits to be deleted when the swap is two renames."""
+    return out.with_name(f".{out.name}.old")
+
+
+def recover_swap(out: Path) -> None:
+    """Finishes, or rolls back, a --replace swap of ``out`` that a kill cut short (the module's docstring says how);
+    nothing to do, and nothing touched, when there is none. A folder in the way that is not bench's is one line."""
+    out = Path(os.path.abspath(out))  # "." and "dir/.." have a name here
+    if not out.name:
+        return  # the root of the file system: never a --replace target
+    staging, retired = staging_of(out), retired_of(out)
+    marked = (out / STAGED_MARK).is_file()
+    if not (marked or staging.exists() or staging.is_symlink() or retired.exists() or retired.is_symlink()):
         return
-    if (
-        staging.is_symlink()
-        or not staging.is_dir()
-        or (_holds_files(staging) and not (staging / MANIFEST_FILE).exists())
-        or foreign_files(staging)
-    ):
-        raise UserInputError(f"--replace: {staging} is in the way and is not a bench staging folder; move it away")
-    _lock(staging, f"--replace: {staging}").close()  # refuses while another run writes there
-    shutil.rmtree(staging)
+    for path in (staging, retired):
+        if path.is_symlink() or (path.exists() and not path.is_dir()):
+            raise UserInputError(f"--out {out}: {path} is in the way and is not bench's; move it away")
+    # A swap in progress holds these locks; so does a --replace run still writing its staging folder.
+    locks = [_lock(path, f"--out {out}") for path in (out, staging, retired) if path.is_dir() and not path.is_symlink()]
+    try:
+        if marked:  # swapped: what is left of the old run goes
+            _finish_swap(out)
+        elif not out.exists() and (staging / STAGED_MARK).is_file():  # cut between the two renames: finish them
+            staging.rename(out)
+            _finish_swap(out)
+        elif _complete(staging) and (staging / STAGED_MARK).is_file():  # cut before the swap: make it now
+            _refuse_foreign(out, f"; the new run stays in {staging} until they are")
+            _exchange(staging, out)
+            _finish_swap(out)
+        else:  # a --replace run that never completed: --out holds the old run as it was; the staged one goes
+            _drop(staging, out)
+            _drop(retired, out)
+    finally:
+        _unlock(locks)
+
+
+def _complete(folder: Path) -> bool:
+    """Whether ``folder`` holds a run whose manifest says it completed."""
+    try:
+        return folder.is_dir() and read_manifest(folder).status == "complete"
+    except UserInputError:
+        return False
+
+
+def _finish_swap(out: Path) -> None:
+    """``out`` holds the new run: the old one beside it (at either name) is deleted, then the mark."""
+    for leftover in (staging_of(out), retired_of(out)):
+        _drop(leftover, out)
+    reached("swap-old-deleted")
+    (out / STAGED_MARK).unlink(missing_ok=True)
+
+
+def _drop(path: Path, out: Path) -> None:
+    """Deletes a staged or retired folder of ``out``: only when everything in it is bench's."""
+    if not path.exists():
+        return
+    if path.is_symlink() or not path.is_dir() or foreign_files(path):
+        raise UserInputError(f"--out {out}: {path} is in the way and is not bench's; move it away")
+    shutil.rmtree(path)
+
+
+_RENAME_EXCHANGE = 2  # linux/fs.h
+_AT_FDCWD = -100
+
+
+def _exchange(staging: Path, target: Path) -> None:
+    """Puts ``staging`` in ``target``'s place and the old ``target`` at ``staging``'s, in one rename where the system
+    can (Linux, most file systems); elsewhere the old run is first renamed aside, then the new one into place."""
+    if _exchanged(staging, target):
+        reached("swap-exchanged")
+        return
+    target.rename(retired_of(target))
+    reached("swap-retired")
+    staging.rename(target)
+    reached("swap-renamed")
+
+
+def _exchanged(a: Path, b: Path) -> bool:
+    """Whether ``renameat2(RENAME_EXCHANGE)`` swapped the two paths; False where it does not exist or is refused."""
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP):  # a file system without the exchange: two renames
+        return False
+    raise OSError(code, os.strerror(code), str(b))
 
 
 def _lock(folder: Path, what: str) -> IO[str]:

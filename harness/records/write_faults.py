@@ -3,7 +3,8 @@
 With ``BENCH_KILL_AFTER_WRITES=N`` in the environment (read once per process), every write that must survive a
 crash at any instant (a trace line, a recording line, a checkpoint update, a resume's manifest) calls ``wrote``
 after it is done; the Nth call kills the process, with no chance to clean up, as a power cut or ``kill -9`` would.
-Unset (always, outside tests), ``wrote`` only counts nothing and returns.
+Unset (always, outside tests), ``wrote`` only counts nothing and returns. ``BENCH_KILL_AT=POINT`` does the same at
+a named point of a multi-step change (``reached``), such as each step of ``--replace``'s swap.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import os
 import signal
 
 KILL_AFTER_WRITES = "BENCH_KILL_AFTER_WRITES"
+KILL_AT = "BENCH_KILL_AT"
 
 _left: dict[int, int | None] = {}  # process id -> writes left before the kill (None: no fault); a fork reads anew
 
@@ -29,3 +31,9 @@ def wrote() -> None:
     _left[pid] = left - 1
     if left == 1:
         os.kill(pid, signal.SIGKILL)
+
+
+def reached(point: str) -> None:
+    """A named step of a multi-step change is done; with ``BENCH_KILL_AT`` naming it, this process is killed here."""
+    if os.environ.get(KILL_AT) == point:
+        os.kill(os.getpid(), signal.SIGKILL)

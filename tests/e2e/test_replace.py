@@ -79,3 +79,18 @@ def test_replace_takes_a_folder_of_everything_a_live_run_and_its_report_wrote(tm
     assert "scripted:eager" in (out / "manifest.json").read_text()
     assert not (out / "recording.jsonl").exists() and not (out / "report").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+
+
+def test_replace_killed_in_its_swap_is_finished_by_the_same_command_run_again(tmp_path):
+    import json
+
+    out = tmp_path / "run"
+    first_run(out)
+    args = ("run", "--model", "scripted:random", *SMALL, "--out", str(out), "--replace")
+    killed = bench_process(*args, env={"BENCH_KILL_AT": "swap-exchanged"})
+    assert killed.returncode == -9, killed.stderr
+    assert json.loads((out / "manifest.json").read_text())["model"] == "scripted:random"  # --out is never missing
+    again = bench_process(*args)
+    assert again.returncode == 0, again.stderr
+    assert json.loads((out / "manifest.json").read_text())["status"] == "complete"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]  # no .run.partial, no .run.old

@@ -116,3 +116,80 @@ def test_replace_swaps_a_folder_of_what_bench_wrote_and_leaves_nothing_beside_it
     assert sorted(p.name for p in run.iterdir()) == [".bench.lock", "manifest.json"]
     assert "workflow" in (run / "manifest.json").read_text()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+
+
+# ---------------------------------------------------------------- a swap cut short, repaired by the next command
+
+
+class Killed(BaseException):
+    """Stands for SIGKILL at a point of the swap: nothing after it runs, no cleanup (the locks close, as a kill's)."""
+
+
+SWAP_POINTS = ["swap-exchanged", "swap-retired", "swap-renamed", "swap-old-deleted"]
+
+
+def swap_cut_at(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, point: str, *, exchange: bool) -> tuple[Path, str]:
+    """A --replace run of ``run`` whose swap is killed at ``point``; the exchange (one rename) or two renames."""
+    run = bench_run(tmp_path / "run")
+    taken = RunFolder.take(run, True, tmp_path, NOW)
+    new = MANIFEST.replace("react", "workflow")
+    (taken.path / "manifest.json").write_text(new)
+    taken.release()
+
+    def reached(name: str) -> None:
+        if name == point:
+            raise Killed(name)
+
+    monkeypatch.setattr(folder_module, "reached", reached)
+    if not exchange:
+        monkeypatch.setattr(folder_module, "_exchanged", lambda a, b: False)
+    with pytest.raises(Killed):
+        taken.finish(True)
+    for handle in taken._locks:
+        handle.close()
+    monkeypatch.undo()
+    return run, new
+
+
+@pytest.mark.parametrize(
+    ("point", "exchange"),
+    [("swap-exchanged", True), ("swap-old-deleted", True)]
+    + [(p, False) for p in ("swap-retired", "swap-renamed", "swap-old-deleted")],
+)
+def test_a_swap_killed_at_any_step_is_finished_by_the_next_command_and_leaves_no_hidden_folder(
+    tmp_path, monkeypatch, point, exchange
+):
+    run, new = swap_cut_at(tmp_path, monkeypatch, point, exchange=exchange)
+    RunFolder.attach(run).release()  # bench resume, bench run --resume: any command that takes the folder
+    assert (run / "manifest.json").read_text() == new
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+    assert ".bench-staged" not in {p.name for p in run.iterdir()}
+
+
+def test_the_exchange_leaves_out_whole_at_every_instant(tmp_path, monkeypatch):
+    run, new = swap_cut_at(tmp_path, monkeypatch, "swap-exchanged", exchange=True)
+    assert (run / "manifest.json").read_text() == new  # before any cleanup: --out is the new run already
+    taken = RunFolder.take(run, True, tmp_path, NOW)  # the retry of the same --replace
+    assert taken.staging and sorted(p.name for p in tmp_path.iterdir()) == [".run.partial", "run"]
+    assert (taken.path / ".bench-staged").exists() and not (taken.path / "manifest.json").exists()
+
+
+def test_a_staged_run_that_never_completed_is_rolled_back_and_the_old_run_kept(tmp_path):
+    run = bench_run(tmp_path / "run")
+    before = (run / "manifest.json").read_text()
+    taken = RunFolder.take(run, True, tmp_path, NOW)
+    (taken.path / "traces.jsonl").write_text("{}\n")  # killed mid-run: no manifest yet
+    taken.release()
+    again = RunFolder.take(run, True, tmp_path, NOW)  # the retry: bench's own staging folder is never refused
+    assert again.staging and not (again.path / "traces.jsonl").exists()
+    assert (run / "manifest.json").read_text() == before
+
+
+def test_a_staged_folder_holding_a_users_file_is_named_not_deleted(tmp_path):
+    run = bench_run(tmp_path / "run")
+    staging = tmp_path / ".run.partial"
+    staging.mkdir()
+    (staging / "mine.txt").write_text("not bench's")
+    with pytest.raises(UserInputError, match=r"\.run\.partial is in the way and is not bench's; move it away"):
+        RunFolder.attach(run)
+    assert (staging / "mine.txt").exists()
