@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.live_throughput import bench_round, free_port  # noqa: E402
-from harness.matrix.workers import worker_share  # noqa: E402
+from harness.matrix.executors.workers import worker_share  # noqa: E402
 
 TARGET = 0.9
 KEY = "sk-benchmark-key-0123456789"

@@ -24,8 +24,8 @@ sys.path.insert(0, str(ROOT))
 import ray  # noqa: E402
 
 from benchmarks.workers_throughput import comparable  # noqa: E402
-from harness.matrix.pipeline import RunSpec  # noqa: E402
-from harness.matrix.pipeline import run as run_matrix  # noqa: E402
+from harness.matrix.pipeline.driver import RunSpec  # noqa: E402
+from harness.matrix.pipeline.driver import run as run_matrix  # noqa: E402
 
 
 def timed(folder: Path, trials: int, **how: object) -> tuple[float, float, int]:

@@ -26,8 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.matrix.pipeline import RunSpec  # noqa: E402
-from harness.matrix.pipeline import run as run_matrix  # noqa: E402
+from harness.matrix.pipeline.driver import RunSpec  # noqa: E402
+from harness.matrix.pipeline.driver import run as run_matrix  # noqa: E402
 from harness.records.trace import TraceEvent, read_events  # noqa: E402
 from harness.scenario.load import load_all  # noqa: E402
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.clock import FakeClock
-from harness.matrix.cell_runner import MatrixConfig, cells_for, run_matrix
+from harness.matrix.cell.cell_runner import MatrixConfig, cells_for, run_matrix
 from harness.models.scripted import POLICIES, ScriptedSource
 from harness.records.trace import TraceEvent
 from harness.scenario.load import load_all

@@ -27,7 +27,7 @@ from typing import Any, TypedDict
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.matrix.cell_runner import MatrixConfig, cells_for, run_matrix  # noqa: E402
+from harness.matrix.cell.cell_runner import MatrixConfig, cells_for, run_matrix  # noqa: E402
 from harness.models.scripted import ScriptedSource  # noqa: E402
 from harness.records.trace import TraceWriter  # noqa: E402
 from harness.scenario.load import load_scenario  # noqa: E402

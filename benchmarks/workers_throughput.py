@@ -25,8 +25,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.matrix.pipeline import RunSpec  # noqa: E402
-from harness.matrix.pipeline import run as run_matrix  # noqa: E402
+from harness.matrix.pipeline.driver import RunSpec  # noqa: E402
+from harness.matrix.pipeline.driver import run as run_matrix  # noqa: E402
 
 TARGET = 1.7  # the target for 2 workers on a 2-core machine
 TIMING_FIELDS = ("ts", "latency_ms")

@@ -16,10 +16,10 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from harness.matrix.decide import resume
-    from harness.matrix.pipeline import RunResult, run
-    from harness.matrix.recorded_replay import replay
-    from harness.matrix.spec import RunSpec
+    from harness.matrix.commands.recorded_replay import replay
+    from harness.matrix.commands.resume import resume
+    from harness.matrix.pipeline.driver import RunResult, run
+    from harness.matrix.pipeline.spec import RunSpec
     from reports.load import load_traces
 
 from harness.version import __version__ as __version__
@@ -29,11 +29,11 @@ __all__ = ["RunResult", "RunSpec", "load_traces", "replay", "resume", "run"]
 
 # Where each name of the API lives; imported on first use.
 _HOMES = {
-    "RunResult": "harness.matrix.pipeline",
-    "run": "harness.matrix.pipeline",
-    "RunSpec": "harness.matrix.spec",
-    "replay": "harness.matrix.recorded_replay",
-    "resume": "harness.matrix.decide",
+    "RunResult": "harness.matrix.pipeline.driver",
+    "run": "harness.matrix.pipeline.driver",
+    "RunSpec": "harness.matrix.pipeline.spec",
+    "replay": "harness.matrix.commands.recorded_replay",
+    "resume": "harness.matrix.commands.resume",
     "load_traces": "reports.load",
 }
 

@@ -1,5 +1,5 @@
 """``python -m harness`` runs the bench command."""
 
-from harness.cli.commands import main
+from harness.cli.app import main
 
 main()

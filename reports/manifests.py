@@ -23,7 +23,7 @@ class RunInfo:
     trials: int | None = None
     label: str | None = None
     problem: str | None = None  # why the manifest could not be read, if it could not
-    # provenance (harness/matrix/provenance.py), compared across folders by reports/provenance.py; empty: not kept
+    # provenance (harness/matrix/cell/provenance.py), compared across folders by reports/provenance.py; empty: not kept
     versions: dict[str, str] = field(default_factory=dict, hash=False)
     bench_commit: str | None = None
     scenario_hashes: dict[str, str] = field(default_factory=dict, hash=False)

@@ -22,7 +22,7 @@ from harness.records.timeline import Timeline, list_runs, scan, trace_path
 from harness.scenario.load import load_scenario
 from harness.scenario.model import Scenario
 
-LIBRARY = Path(__file__).resolve().parents[1] / "scenarios"  # the installed project's (harness.matrix.spec too)
+LIBRARY = Path(__file__).resolve().parents[1] / "scenarios"  # the installed project's (pipeline/spec.py's too)
 
 
 @dataclass(frozen=True)

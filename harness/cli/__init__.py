@@ -1,5 +1,5 @@
 """The ``bench`` command: thin typer commands and the one error boundary (a user error is one line and exit 2)."""
 
-from harness.cli.commands import app, main
+from harness.cli.app import app, main
 
 __all__ = ["app", "main"]

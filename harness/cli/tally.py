@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from harness.matrix.cell_runner import Cell
+    from harness.matrix.cell.units import Cell
     from harness.records.trace import RunOutcome
 
 

@@ -12,13 +12,13 @@ from typing import Any
 __all__ = ["ReplayCheck", "ResumeResult", "RunResult", "RunSpec", "replay", "resume", "run"]
 
 _HOMES = {
-    "RunResult": "harness.matrix.pipeline",
-    "run": "harness.matrix.pipeline",
-    "RunSpec": "harness.matrix.spec",
-    "ReplayCheck": "harness.matrix.recorded_replay",
-    "replay": "harness.matrix.recorded_replay",
-    "ResumeResult": "harness.matrix.decide",
-    "resume": "harness.matrix.decide",
+    "RunResult": "harness.matrix.pipeline.driver",
+    "run": "harness.matrix.pipeline.driver",
+    "RunSpec": "harness.matrix.pipeline.spec",
+    "ReplayCheck": "harness.matrix.commands.recorded_replay",
+    "replay": "harness.matrix.commands.recorded_replay",
+    "ResumeResult": "harness.matrix.commands.resume",
+    "resume": "harness.matrix.commands.resume",
 }
 
 

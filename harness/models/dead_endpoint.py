@@ -54,7 +54,7 @@ _TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
 class EndpointUnusable(UserInputError):
     """The URL does not answer like an OpenAI-compatible endpoint: one line naming it and what came back, exit 3."""
 
-    exit_code = 3  # harness.matrix.exit_status.INFRASTRUCTURE: nothing could be judged
+    exit_code = 3  # harness.matrix.pipeline.exit_status.INFRASTRUCTURE: nothing could be judged
 
 
 def is_preflight(body: Any) -> bool:

@@ -14,7 +14,7 @@ A decision survives any crash: ``bench resume`` first claims it here, in one com
 (suspended at this stop -> ``deciding``, with the decision), and only then writes the run's trace; when the
 run stops again or ends, the new checkpoint replaces the claim in another compare-and-set. A process killed
 in between leaves the claim, and the next ``bench resume`` carries the same decision out again from the same
-checkpoint, writing only the trace lines the killed one did not (``harness.matrix.reconcile``).
+checkpoint, writing only the trace lines the killed one did not (``harness.matrix.commands.reconcile``).
 
 A suspended run costs what a finished one does: a store keeps one connection per process open until ``close``
 (a matrix closes its store when it ends), in WAL mode with ``synchronous=NORMAL``, so a saved checkpoint is one

@@ -73,7 +73,7 @@ class Manifest(BaseModel):
     status: RunFolderStatus = "running"
     runs: int | None = None  # runs with a final summary, written at the end
     versions: dict[str, str] = Field(default_factory=dict)
-    # Provenance (harness/matrix/provenance.py): what must match for two runs' numbers to be compared. A manifest
+    # Provenance (harness/matrix/cell/provenance.py): what must match for two runs' numbers to be compared. A manifest
     # written before they were kept reads with the defaults (unknown), and nothing is compared on them.
     bench_commit: str | None = None  # the git commit bench ran from (-dirty: uncommitted changes); None: no checkout
     scenario_hashes: dict[str, str] = Field(default_factory=dict)  # scenario id -> short sha256 of its file's bytes

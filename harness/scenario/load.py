@@ -62,7 +62,9 @@ def scenario_schema_text() -> str:
     return json.dumps(scenario_json_schema(), indent=2, ensure_ascii=False) + "\n"
 
 
-SANITY_TABLE = "sanity.yaml"  # in a scenario folder: the sanity table (harness/matrix/sanity.py), not a scenario
+SANITY_TABLE = (
+    "sanity.yaml"  # in a scenario folder: the sanity table (harness/matrix/commands/sanity.py), not a scenario
+)
 
 
 def scenario_files(folder: Path) -> list[Path]:

@@ -38,7 +38,7 @@ class RuntimeMode(Mode):
     distributions: ClassVar[tuple[str, ...]] = ()  # the distributions whose versions the manifest records
     # Bring your own agent (``--mode FILE.py:FACTORY``, docs/runtimes.md). ``own_agent``: what a user's factory is
     # given and returns, for an adapter that can run one ("" for one that cannot), e.g. "build(tools, model) -> a
-    # StateGraph"; the loader (harness/matrix/custom_mode.py) picks the adapter of the factory's framework and
+    # StateGraph"; the loader (harness/matrix/cell/custom_mode.py) picks the adapter of the factory's framework and
     # registers a subclass with ``agent_factory`` set, which the adapter then calls with its tools and model
     # instead of building its own agent.
     own_agent: ClassVar[str] = ""

@@ -18,7 +18,7 @@ from modes.runtimes.base import RuntimeMode
 # starts) or "exit" (only when the graph stops).
 Durability = Literal["sync", "async", "exit"]
 # LangChain sends traces to LangSmith when these say so; bench's runs never leave the machine. (The runner sets them
-# too, harness/matrix/frameworks.py; a mode cannot import it, and may run without the runner: a test, the API.)
+# too, harness/matrix/cell/frameworks.py; a mode cannot import it, and may run without the runner: a test, the API.)
 TELEMETRY_OFF = {"LANGCHAIN_TRACING_V2": "false", "LANGSMITH_TRACING": "false", "LANGSMITH_TRACING_V2": "false"}
 
 

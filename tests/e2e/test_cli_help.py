@@ -8,8 +8,9 @@ from typing import get_args
 import pytest
 from typer.testing import CliRunner
 
-from harness.cli.commands import REPORT_FORMATS, ReportGrouping, app
-from harness.matrix.spec import GATEWAY_POLICIES
+from harness.cli.app import app
+from harness.cli.commands.report import REPORT_FORMATS, ReportGrouping
+from harness.matrix.pipeline.spec import GATEWAY_POLICIES
 from harness.models.providers import PROVIDERS, RESPONSE_FORMATS
 from reports.metrics import GROUPINGS
 from reports.report import FORMATS

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness import RunSpec, run
-from harness.matrix.exit_status import INFRASTRUCTURE, WARN_SHARE, RunEnds
+from harness.matrix.pipeline.exit_status import INFRASTRUCTURE, WARN_SHARE, RunEnds
 from modes import select_modes
 from tests.helpers.bench import bench_main
 from tests.helpers.fault_server import FaultServer

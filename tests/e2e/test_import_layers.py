@@ -49,7 +49,7 @@ def test_the_project_keeps_its_layers(tmp_path):
     [
         (
             "harness.core.clock",
-            "from harness.matrix import spec",
+            "from harness.matrix.pipeline import spec",
             "harness.core is not allowed to import harness.matrix",
         ),
         (
@@ -57,7 +57,7 @@ def test_the_project_keeps_its_layers(tmp_path):
             "import harness.core.gateway",
             "harness.records is not allowed to import harness.core",
         ),
-        ("harness.matrix.listing", "import reports.stats", "harness.matrix is not allowed to import reports"),
+        ("harness.matrix.commands.listing", "import reports.stats", "harness.matrix is not allowed to import reports"),
         ("modes.react", "from harness.records import trace", "modes is not allowed to import harness.records"),
     ],
 )

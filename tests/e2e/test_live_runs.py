@@ -9,7 +9,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from harness.cli.commands import app
+from harness.cli.app import app
 from harness.errors import ERROR_KINDS
 from harness.models.recording import RecordEntry
 from harness.records.trace import TraceEvent

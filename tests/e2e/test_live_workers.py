@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from harness import RunSpec, run
-from harness.cli.commands import app
+from harness.cli.app import app
 from harness.models.recording import RecordEntry
 from harness.records.manifest import read_manifest
 from harness.records.trace import read_events

@@ -14,7 +14,7 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from harness.cli.commands import app
+from harness.cli.app import app
 from harness.models.recording import RECORDING_FILE, RecordEntry
 from harness.models.server import model_path
 from harness.records.trace import read_events

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from harness.cli.commands import main
-from harness.matrix.trace_diff import Divergence
+from harness.cli.app import main
+from harness.matrix.commands.trace_diff import Divergence
 from harness.models.dead_endpoint import is_preflight
 from tests.helpers.bench import SCENARIOS, bench_main
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from harness.matrix.custom_mode import load_agent
+from harness.matrix.cell.custom_mode import load_agent
 from harness.records.checkpoint import CheckpointStore
 from harness.records.trace import read_events
 from modes import MODES

@@ -37,7 +37,8 @@ def test_from_harness_import_run_gives_the_function_in_a_fresh_interpreter(tmp_p
 
 def test_harness_run_stays_the_function_after_every_submodule_is_imported(tmp_path):
     done = fresh_python(
-        "import harness, harness.matrix.pipeline, harness.matrix.recorded_replay, harness.matrix.decide, harness.cli\n"
+        "import harness, harness.matrix.pipeline.driver, harness.matrix.commands.recorded_replay\n"
+        "import harness.matrix.commands.resume, harness.cli\n"
         "import inspect\n"
         "print(inspect.isfunction(harness.run), inspect.isfunction(harness.replay), harness.__version__)",
         tmp_path,

@@ -24,9 +24,9 @@ from ray.cluster_utils import Cluster  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
 from harness import RunSpec, run  # noqa: E402
-from harness.cli.commands import app  # noqa: E402
+from harness.cli.app import app  # noqa: E402
 from harness.errors import UserInputError  # noqa: E402
-from harness.matrix import ray_executor  # noqa: E402
+from harness.matrix.executors import ray_executor  # noqa: E402
 from harness.models.recording import RecordEntry  # noqa: E402
 from harness.records.manifest import read_manifest  # noqa: E402
 from harness.records.trace import read_events  # noqa: E402
@@ -205,7 +205,7 @@ def test_the_local_model_on_ray_asks_a_server_on_each_node_and_its_recording_rep
 
 @pytest.mark.local_model
 def test_a_model_server_dies_with_its_actor_and_every_server_stops_with_the_matrix(cluster):
-    from harness.matrix.ray_model_servers import node_model_servers
+    from harness.matrix.executors.ray_model_servers import node_model_servers
     from harness.models.config import LiveOptions
     from tests.helpers.bench import wait_for
 
@@ -222,7 +222,7 @@ def test_a_model_server_dies_with_its_actor_and_every_server_stops_with_the_matr
 
 @pytest.mark.local_model
 def test_a_model_server_that_does_not_come_up_stops_the_matrix_in_one_line(cluster):
-    from harness.matrix.ray_model_servers import node_model_servers
+    from harness.matrix.executors.ray_model_servers import node_model_servers
     from harness.models.config import LiveOptions
 
     with (

@@ -10,10 +10,10 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from harness.cli.commands import app
-from harness.matrix.pipeline import Matrix, run
-from harness.matrix.recorded_replay import replay
-from harness.matrix.spec import RunSpec
+from harness.cli.app import app
+from harness.matrix.commands.recorded_replay import replay
+from harness.matrix.pipeline.driver import Matrix, run
+from harness.matrix.pipeline.spec import RunSpec
 from harness.models import RECORDED_MODEL
 from harness.models.recording import RECORDING_FILE
 from harness.records.trace import read_events

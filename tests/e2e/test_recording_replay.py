@@ -10,10 +10,10 @@ import pytest
 from typer.testing import CliRunner
 
 import modes.react
-from harness.cli.commands import app
+from harness.cli.app import app
 from harness.core.model_port import ModelRequest, PolicyView, RequestMeta
 from harness.errors import ModelError
-from harness.matrix.trace_diff import compare_traces
+from harness.matrix.commands.trace_diff import compare_traces
 from harness.models.exchange import Exchange
 from harness.models.recording import RecordEntry, request_hash
 from harness.models.replay import ReplaySource

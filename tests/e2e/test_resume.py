@@ -14,8 +14,8 @@ import pytest
 
 from harness import RunSpec, run
 from harness.errors import UserInputError
-from harness.matrix.decide import resume
-from harness.matrix.trace_diff import compare_traces
+from harness.matrix.commands.resume import resume
+from harness.matrix.commands.trace_diff import compare_traces
 from harness.records.checkpoint import CHECKPOINT_FILE
 from harness.records.trace import TraceEvent, read_events
 from harness.scenario.load import load_all

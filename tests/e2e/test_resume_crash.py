@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 
 from harness import RunSpec, run
-from harness.matrix.decide import resume
-from harness.matrix.listing import waiting_runs
-from harness.matrix.trace_diff import compare_runs
+from harness.matrix.commands.listing import waiting_runs
+from harness.matrix.commands.resume import resume
+from harness.matrix.commands.trace_diff import compare_runs
 from harness.records.checkpoint import CHECKPOINT_FILE, CheckpointStore
 from harness.records.trace import TraceEvent, read_events
 from harness.records.write_faults import KILL_AFTER_WRITES

@@ -16,7 +16,7 @@ import pytest
 
 from harness import RunSpec, run
 from harness.errors import UserInputError
-from harness.matrix.decide import resume
+from harness.matrix.commands.resume import resume
 from harness.records.checkpoint import CHECKPOINT_FILE, CheckpointStore
 from harness.records.folder import LOCK_FILE
 from harness.records.trace import TraceEvent, read_events

@@ -16,7 +16,8 @@ from harness import RunSpec, run
 from harness.core.clock import FakeClock
 from harness.core.signals import RunInterrupted, StopRequest
 from harness.errors import UserInputError
-from harness.matrix.cell_runner import Cell, MatrixConfig, run_cell
+from harness.matrix.cell.cell_runner import MatrixConfig, run_cell
+from harness.matrix.cell.units import Cell
 from harness.models.scripted import ScriptedSource
 from harness.records.manifest import read_manifest
 from harness.records.trace import TraceEvent, read_events

@@ -9,7 +9,7 @@ node's writes makes it run that node again, and the second commit is counted (``
 
 The sweep's first-run phase found a gap of bench's own, in every mode: a run killed between its suspended summary
 and its checkpoint waited at a gate no ``bench resume`` could decide. ``bench run --resume`` now drops such a run
-and runs it again (harness/matrix/unfinished.py); the last test proves it.
+and runs it again (harness/matrix/pipeline/unfinished.py); the last test proves it.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from harness.matrix.listing import waiting_runs
+from harness.matrix.commands.listing import waiting_runs
 from harness.records.checkpoint import CheckpointStore
 from harness.records.trace import TraceEvent, read_events
 from harness.records.write_faults import KILL_AFTER_WRITES

@@ -353,9 +353,9 @@ def test_a_label_is_kept_in_the_manifest_and_named_at_the_end_of_the_run(tmp_pat
 
 
 def test_a_long_listing_is_cut_and_says_how_many_more(folders, monkeypatch, capsys):
-    import harness.cli.commands
+    import harness.cli.commands.runs
 
-    monkeypatch.setattr(harness.cli.commands, "LISTED_RUNS", 3)
+    monkeypatch.setattr(harness.cli.commands.runs, "LISTED_RUNS", 3)
     code, out, _ = bench(monkeypatch, capsys, "show", str(folders["verdicts"]))
     total = len({e.run_id for e in read_events(folders["verdicts"] / "traces.jsonl")})
     assert code == 0 and f"... and {total - 3:,} more" in out and f"{total:,} runs; show one" in out

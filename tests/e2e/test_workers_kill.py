@@ -9,7 +9,7 @@ import signal
 from collections import Counter
 from pathlib import Path
 
-from harness.matrix.trace_diff import compare_traces
+from harness.matrix.commands.trace_diff import compare_traces
 from harness.records.trace import TraceEvent, read_events
 from tests.helpers.bench import bench_child, bench_process, wait_for
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from harness.core import Gateway, HumanDecision, ModeResult, RejectedByHuman, RunContext, Suspended, judge
 from harness.core.approvals import Gatekeeper, ScriptedApprover
 from harness.core.model_port import Model
-from harness.matrix.spec import GatewayPolicy
+from harness.matrix.pipeline.spec import GatewayPolicy
 from harness.models.scripted import ScriptedSource
 from harness.records.trace import RunOutcome, TraceEvent
 from harness.scenario.model import Scenario

@@ -11,7 +11,8 @@ from harness.core.approvals import Gatekeeper, NobodyYet
 from harness.core.clock import FakeClock
 from harness.core.gateway import GatewayPolicy
 from harness.core.model_port import ModelReply, ModelRequest
-from harness.matrix.cell_runner import Cell, MatrixConfig, run_cell
+from harness.matrix.cell.cell_runner import MatrixConfig, run_cell
+from harness.matrix.cell.units import Cell
 from harness.records.trace import RunOutcome, TraceEvent, Usage
 from harness.scenario.model import Scenario
 

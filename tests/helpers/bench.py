@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from harness.core.clock import FakeClock
-from harness.matrix.cell_runner import MatrixConfig, cells_for, run_matrix
+from harness.matrix.cell.cell_runner import MatrixConfig, cells_for, run_matrix
 from harness.models.scripted import ScriptedSource
 from harness.records.trace import RunOutcome, TraceEvent
 from harness.scenario.model import Scenario
@@ -112,7 +112,7 @@ def wait_for(
 
 def bench_main(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture, *args: str) -> tuple[int, str, str]:
     """Runs the real entry point in-process: exit code, stdout, stderr."""
-    from harness.cli.commands import main
+    from harness.cli.app import main
 
     monkeypatch.setattr(sys, "argv", ["bench", *args])
     with pytest.raises(SystemExit) as stopped:

@@ -159,6 +159,6 @@ if __name__ == "__main__":
 
         serve()
     else:
-        from harness.cli.commands import main
+        from harness.cli.app import main
 
         main()

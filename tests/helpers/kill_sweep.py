@@ -3,7 +3,7 @@
 Run as ``python -m tests.helpers.kill_sweep``: it imports bench once, then reads one job a line from stdin (JSON:
 ``{"commands": [[arg, ...], ...], "kill_after": N, "env": {...}}``; ``env`` goes into each command's
 environment) and answers one line a job on stdout with each command's exit code (negative: the signal that
-ended it), stdout and stderr. Every command is the real entry point (``harness.cli.commands.main``) in its own
+ended it), stdout and stderr. Every command is the real entry point (``harness.cli.app.main``) in its own
 child process, forked from this one so that it starts in milliseconds, not in the second an interpreter takes
 to import bench; the first command of a job runs with ``BENCH_KILL_AFTER_WRITES=N``
 (harness/records/write_faults.py), so it SIGKILLs itself after its Nth write. This process has no threads:
@@ -21,12 +21,12 @@ from typing import Any
 import httpx  # noqa: F401
 
 # imported once here, so that each forked command starts warm (a live model's client too)
-import harness.matrix.decide
-import harness.matrix.pipeline
+import harness.matrix.commands.resume
+import harness.matrix.pipeline.driver
 import harness.models.live
 import harness.models.setup  # noqa: F401
 import modes  # noqa: F401
-from harness.cli.commands import main
+from harness.cli.app import main
 from harness.records.write_faults import KILL_AFTER_WRITES
 
 

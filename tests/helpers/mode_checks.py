@@ -13,7 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 from harness.errors import INFRASTRUCTURE_ERRORS
-from harness.matrix.sanity import run_scripted
+from harness.matrix.commands.sanity import run_scripted
 from harness.models import RECORDED_MODEL
 from harness.models.scripted import POLICIES
 from harness.records.trace import TraceEvent, read_events
@@ -137,8 +137,8 @@ def check_random_answers_and_decisions(mode: str, folder: Path, runs: int = 1000
     """``runs``+ runs of the library: random answers (scripted:random) and random decisions at every gate (approve,
     reject, revise); under an auditing gateway too when the mode claims a hard gate. No gated action commits
     without its approval, nothing repeats."""
-    from harness.matrix.pipeline import run
-    from harness.matrix.spec import RunSpec
+    from harness.matrix.pipeline.driver import run
+    from harness.matrix.pipeline.spec import RunSpec
 
     library = load_all(SCENARIOS)
     for policy in GATEWAYS if MODES[mode].hard_gate else GATEWAYS[:1]:

@@ -18,7 +18,7 @@ from harness.core.gateway import Gateway
 from harness.core.model_port import Model
 from harness.core.signals import StopRequest
 from harness.core.store import VirtualStore
-from harness.matrix.spec import GatewayPolicy
+from harness.matrix.pipeline.spec import GatewayPolicy
 from harness.records.checkpoint import Decision, HumanDecision
 from harness.records.trace import TraceEvent
 from harness.scenario.load_checks import check_references

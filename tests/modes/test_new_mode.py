@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.matrix.pipeline import run
-from harness.matrix.spec import RunSpec
+from harness.matrix.pipeline.driver import run
+from harness.matrix.pipeline.spec import RunSpec
 from harness.scenario.load import load_all
 from modes import MODES, select_modes
 from tests.helpers.bench import SCENARIOS, bench_main

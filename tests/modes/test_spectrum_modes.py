@@ -454,7 +454,7 @@ def test_the_naive_executor_never_replans():
 
 def test_a_person_sends_the_plan_back_with_bench_resume_and_the_revised_plan_is_reviewed_again(tmp_path):
     from harness import RunSpec, run
-    from harness.matrix.decide import resume
+    from harness.matrix.commands.resume import resume
     from harness.records.trace import read_events
 
     folder = tmp_path / "run"

@@ -9,7 +9,8 @@ import pytest
 
 from harness.core.approvals import ApproverSpec
 from harness.core.clock import FakeClock
-from harness.matrix.cell_runner import Cell, MatrixConfig, run_cell
+from harness.matrix.cell.cell_runner import MatrixConfig, run_cell
+from harness.matrix.cell.units import Cell
 from harness.models.scripted import ScriptedSource
 from harness.records.trace import RunOutcome, TraceEvent
 from harness.scenario.model import Limits, Scenario

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from harness.matrix.spec import project_dirs
+from harness.matrix.pipeline.spec import project_dirs
 from modes import MODES
 from reports import load_traces
 from reports.metrics import compute

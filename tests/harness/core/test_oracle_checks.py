@@ -10,7 +10,7 @@ from typing import Any
 from harness.core.gateway import Gateway
 from harness.core.outcome import ModeResult, judge
 from harness.core.store import VirtualStore
-from harness.matrix.sanity import run_reference_path
+from harness.matrix.commands.sanity import run_reference_path
 from harness.records.trace import Usage
 from harness.scenario.load import load_scenario
 from harness.scenario.model import ReferenceStep, Scenario

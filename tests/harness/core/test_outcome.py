@@ -15,7 +15,7 @@ from harness.core.gateway import Gateway
 from harness.core.outcome import ModeResult, judge, repeated_side_effects, stop_verdict, verdict_at_stop
 from harness.core.store import VirtualStore
 from harness.errors import ERROR_KINDS, INFRASTRUCTURE_ERRORS
-from harness.matrix.spec import GatewayPolicy
+from harness.matrix.pipeline.spec import GatewayPolicy
 from harness.records.checkpoint import HumanDecision
 from harness.records.trace import RunOutcome, RunStatus, Usage
 from tests.helpers.units import REFUND, THRESHOLD, scenario

@@ -14,7 +14,8 @@ from harness.core.clock import FakeClock
 from harness.core.gateway import Gateway
 from harness.core.outcome import plan_problems
 from harness.core.store import VirtualStore
-from harness.matrix.cell_runner import Cell, MatrixConfig, run_cell
+from harness.matrix.cell.cell_runner import MatrixConfig, run_cell
+from harness.matrix.cell.units import Cell
 from harness.models.scripted import ScriptedSource
 from harness.records.checkpoint import HumanDecision
 from harness.records.trace import RunOutcome, TraceEvent

@@ -11,7 +11,7 @@ import pytest
 from harness.core.gateway import Gateway
 from harness.core.outcome import ModeResult, judge
 from harness.core.store import VirtualStore
-from harness.matrix.spec import GatewayPolicy
+from harness.matrix.pipeline.spec import GatewayPolicy
 from harness.records.trace import RunOutcome, Usage
 from tests.helpers.units import scenario
 

@@ -14,7 +14,8 @@ from harness.core.model_port import ModelReply, ModelRequest
 from harness.core.outcome import ModeResult
 from harness.core.signals import RunInterrupted, StopRequest
 from harness.errors import ModelError
-from harness.matrix.cell_runner import Cell, MatrixConfig, cells_for, run_cell, run_matrix, run_seed
+from harness.matrix.cell.cell_runner import MatrixConfig, cells_for, run_cell, run_matrix, run_seed
+from harness.matrix.cell.units import Cell
 from harness.records.trace import TraceEvent, Usage
 from modes.base import MODES, Mode
 from tests.helpers.answers import Answers, step

@@ -11,7 +11,7 @@ import pytest
 
 from harness import RunSpec, run
 from harness.errors import UserInputError
-from harness.matrix.pipeline import plan
+from harness.matrix.pipeline.driver import plan
 from harness.models.choice import RECORDED_MODEL, ModelChoice
 from harness.records.manifest import read_manifest
 from reports.report import build_report

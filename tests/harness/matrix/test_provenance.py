@@ -9,9 +9,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from harness.matrix.pipeline import run
-from harness.matrix.provenance import KEY_LIBRARIES, MODES_PACKAGE, bench_commit, prompt_hash
-from harness.matrix.spec import RunSpec
+from harness.matrix.cell.provenance import KEY_LIBRARIES, MODES_PACKAGE, bench_commit, prompt_hash
+from harness.matrix.pipeline.driver import run
+from harness.matrix.pipeline.spec import RunSpec
 from harness.records.manifest import MANIFEST_FILE, read_manifest
 from tests.helpers.bench import ROOT, SCENARIOS, bench_main
 

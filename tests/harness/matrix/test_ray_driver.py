@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from harness.errors import UserInputError
-from harness.matrix.exit_status import RunEnds
-from harness.matrix.ray_executor import BatchDone, Fingerprint, RayStats, UnitLedger, lost_unit
-from harness.matrix.spec import RunSpec
-from harness.matrix.unit_batch import WorkerSetup
+from harness.matrix.executors.ray_executor import BatchDone, Fingerprint, RayStats, UnitLedger, lost_unit
+from harness.matrix.executors.unit_batch import WorkerSetup
+from harness.matrix.pipeline.exit_status import RunEnds
+from harness.matrix.pipeline.spec import RunSpec
 from harness.models.choice import choose
 from harness.models.config import LiveOptions
 from harness.scenario.load import load_all

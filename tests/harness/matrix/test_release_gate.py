@@ -8,7 +8,7 @@ import json
 import pytest
 
 from harness.errors import UserInputError
-from harness.matrix.release_gate import Injection, audit_log, gate_check
+from harness.matrix.commands.release_gate import Injection, audit_log, gate_check
 from harness.records.folder import TRACE_FILE
 
 

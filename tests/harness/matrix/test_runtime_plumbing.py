@@ -21,9 +21,10 @@ from harness.core.context import RunInfo, RunTrace
 from harness.core.gateway import Gateway
 from harness.core.store import VirtualStore
 from harness.errors import UserInputError
-from harness.matrix.catalog import catalog
-from harness.matrix.frameworks import TELEMETRY_OFF, ready_modes
-from harness.matrix.runtime_resume import rebuilt_gateway, restore_trace
+from harness.matrix.cell.custom_mode import ready_modes
+from harness.matrix.cell.frameworks import TELEMETRY_OFF
+from harness.matrix.cell.runtime_resume import rebuilt_gateway, restore_trace
+from harness.matrix.commands.catalog import catalog
 from harness.records.checkpoint import CheckpointStore, content_digest
 from harness.records.folder import RUNTIME_DIR, foreign_files
 from harness.records.trace import read_events
@@ -147,7 +148,7 @@ def test_an_adapter_s_stop_keeps_the_gateway_state_its_resume_rebuilds(fake, qui
     gateway = rebuilt_gateway(scenario, checkpoint, fresh)
     assert [(r.action, r.status, r.step) for r in gateway.records] == [(e.action, e.result, e.step) for e in actions]
     assert gateway.store.has("brief") and not gateway.store.approved("brief_approval")
-    from harness.matrix.restore import store_snapshot
+    from harness.matrix.cell.restore import store_snapshot
 
     assert content_digest(store_snapshot(gateway)) == content_digest(checkpoint.store)
     trace = RunTrace(lambda event: None, RunInfo(run_id, BLOG, NAME, "m", 1), FakeClock())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from harness.matrix.sanity import SanityTable, check_scenario, run_reference_path, verdict
+from harness.matrix.commands.sanity import SanityTable, check_scenario, run_reference_path, verdict
 from harness.records.trace import RunOutcome, Usage
 from harness.scenario.load import load_scenario
 from harness.scenario.model import Expectation, ReferenceStep, Sanity

@@ -12,8 +12,9 @@ import pytest
 
 from harness.core.approvals import ApproverSpec
 from harness.core.clock import FakeClock
-from harness.matrix.cell_runner import Cell, MatrixConfig, run_cell
-from harness.matrix.own_path import own_path_breaches
+from harness.matrix.cell.cell_runner import MatrixConfig, run_cell
+from harness.matrix.cell.units import Cell
+from harness.matrix.commands.own_path import own_path_breaches
 from harness.models.scripted import ScriptedSource
 from harness.scenario.load import load_scenario, scenario_files
 from tests.helpers.bench import ROOT, SCENARIOS, bench_main

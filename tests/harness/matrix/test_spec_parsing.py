@@ -7,13 +7,13 @@ import json
 
 import pytest
 
-import harness.matrix.pipeline as pipeline
-import harness.matrix.spec as spec_module
+import harness.matrix.pipeline.driver as pipeline
+import harness.matrix.pipeline.spec as spec_module
 from harness.choices import DEFAULT_GATEWAY_POLICY, GATEWAY_POLICIES
 from harness.core.approvals import SCRIPTED_APPROVERS, ApproverSpec
 from harness.errors import UserInputError
-from harness.matrix.pipeline import plan, run
-from harness.matrix.spec import RunSpec
+from harness.matrix.pipeline.driver import plan, run
+from harness.matrix.pipeline.spec import RunSpec
 from harness.models.choice import MODEL_SOURCES, RECORDED_MODEL, ModelChoice
 from harness.models.scripted import POLICIES
 from tests.helpers.bench import SCENARIOS

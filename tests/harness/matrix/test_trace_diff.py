@@ -3,7 +3,7 @@ is a divergence; ids, timestamps and the run's wall time are not."""
 
 from __future__ import annotations
 
-from harness.matrix.trace_diff import Divergence, by_run, compare_runs, compare_traces, normalised
+from harness.matrix.commands.trace_diff import Divergence, by_run, compare_runs, compare_traces, normalised
 from harness.records.trace import TraceEvent
 from tests.helpers.report_fixtures import Call, Run
 

@@ -11,10 +11,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from harness import RunSpec, run
-from harness.matrix.cell_runner import Cell
-from harness.matrix.unit_batch import WorkerSetup, run_batch_blocking
-from harness.matrix.units import unit_id
-from harness.matrix.workers import batch_size, batches, worker_share
+from harness.matrix.cell.units import Cell, unit_id
+from harness.matrix.executors.unit_batch import WorkerSetup, run_batch_blocking
+from harness.matrix.executors.workers import batch_size, batches, worker_share
 from harness.models.choice import choose
 from harness.models.config import LiveOptions
 from harness.models.shared_endpoint import merged_facts

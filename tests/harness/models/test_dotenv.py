@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from harness.errors import UserInputError
-from harness.matrix.pipeline import plan
-from harness.matrix.spec import RunSpec
+from harness.matrix.pipeline.driver import plan
+from harness.matrix.pipeline.spec import RunSpec
 from harness.models.dotenv import read_dotenv, working_environment
 from tests.helpers.bench import SCENARIOS
 

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from harness.core.clock import FakeClock, ShiftedClock, run_clock
-from harness.matrix.cell_runner import MatrixConfig, cells_for, run_matrix
-from harness.matrix.spec import project_dirs
+from harness.matrix.cell.cell_runner import MatrixConfig, cells_for, run_matrix
+from harness.matrix.pipeline.spec import project_dirs
 from harness.models import RECORDED_MODEL
 from harness.models.replay import ReplaySource
 from harness.records.trace import TraceEvent, TraceWriter

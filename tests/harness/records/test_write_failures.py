@@ -119,7 +119,7 @@ def test_continuing_a_matrix_on_a_full_disk_names_the_file_and_leaves_the_old_tr
     """``bench run --resume`` rewrites the trace down to its finished runs; a refused write keeps the old file."""
     import builtins
 
-    from harness.matrix import unfinished
+    from harness.matrix.pipeline import unfinished
 
     trace = tmp_path / "traces.jsonl"
     trace.write_bytes(b'{"run_id": "a", "kind": "summary"}\n{"run_id": "b", "kind": "model_call"}\n')

@@ -13,8 +13,8 @@ import yaml
 
 import harness.scenario.safe_yaml as safe_yaml
 from harness.errors import ScenarioError, UserInputError
-from harness.matrix.cell_runner import cells_for
-from harness.matrix.spec import MAX_TRIALS, RunSpec
+from harness.matrix.cell.cell_runner import cells_for
+from harness.matrix.pipeline.spec import MAX_TRIALS, RunSpec
 from harness.scenario.load import load_scenario
 from harness.scenario.model import MAX_STEPS, MAX_TRANSITIONS
 from tests.helpers.bench import SCENARIOS, bench_main

@@ -8,7 +8,7 @@ import json
 import pytest
 import yaml
 
-from harness.matrix.sanity import check_scenario, load_sanity_table, run_reference_path, run_scripted
+from harness.matrix.commands.sanity import check_scenario, load_sanity_table, run_reference_path, run_scripted
 from harness.scenario.load import load_scenario, scenario_files
 from modes import select_modes
 from tests.helpers.bench import ROOT, SCENARIOS

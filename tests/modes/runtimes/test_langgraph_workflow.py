@@ -14,7 +14,7 @@ pytest.importorskip("langgraph")
 from harness.core import HumanDecision
 from harness.core.approvals import ApproverSpec
 from harness.core.clock import FakeClock
-from harness.matrix.cell_runner import MatrixConfig, cells_for, run_matrix
+from harness.matrix.cell.cell_runner import MatrixConfig, cells_for, run_matrix
 from harness.models.scripted import ScriptedSource
 from harness.records.trace import RunOutcome, TraceEvent
 from harness.scenario.load import load_all

@@ -17,7 +17,8 @@ from harness.core.context import RunContext, RunInfo, RunTrace
 from harness.core.gateway import Gateway
 from harness.core.model_port import Model
 from harness.core.outcome import repeated_side_effects
-from harness.matrix.cell_runner import Cell, MatrixConfig, run_cell, scenario_digest
+from harness.matrix.cell.cell_runner import MatrixConfig, run_cell, scenario_digest
+from harness.matrix.cell.units import Cell
 from harness.models.scripted import ScriptedSource
 from harness.records.checkpoint import HumanDecision
 from harness.records.trace import RunOutcome, TraceEvent

@@ -19,8 +19,8 @@ from typing import Any
 
 from harness.core.audit_hash import audit_hash
 from harness.errors import UserInputError
-from harness.matrix.pipeline import run
-from harness.matrix.spec import RunSpec, project_dirs
+from harness.matrix.pipeline.driver import run
+from harness.matrix.pipeline.spec import RunSpec, project_dirs
 from harness.records.folder import TRACE_FILE
 from harness.records.trace import TraceEvent, read_events
 from harness.scenario.load import display_path, load_scenario, scenario_files

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import UserInputError
-from harness.matrix.pipeline import Matrix, Notify, OnDone, OnEvent, RunResult, run
-from harness.matrix.spec import RunSpec, project_dirs
-from harness.matrix.trace_diff import Divergence, compare_traces
+from harness.matrix.commands.trace_diff import Divergence, compare_traces
+from harness.matrix.pipeline.driver import Matrix, Notify, OnDone, OnEvent, RunResult, run
+from harness.matrix.pipeline.spec import RunSpec, project_dirs
 from harness.models.choice import choose
 from harness.records.folder import TRACE_FILE
 from harness.records.manifest import read_manifest

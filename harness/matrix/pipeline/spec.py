@@ -27,7 +27,7 @@ from harness.models.config import Endpoint, LiveOptions
 from harness.records.manifest import Manifest
 from harness.terminal import printable
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
+PROJECT_ROOT = Path(__file__).resolve().parents[3]
 MAX_TRIALS = 100_000  # runs per cell; cells are generated lazily, so this bounds time, not memory
 MAX_CONCURRENCY = 256
 MAX_WORKERS = 256

@@ -22,8 +22,9 @@ from harness.core.gateway import Gateway
 from harness.core.outcome import ModeResult, judge
 from harness.core.store import VirtualStore
 from harness.errors import ScenarioError, UnknownNameError
-from harness.matrix.cell_runner import Cell, MatrixConfig, run_cell
-from harness.matrix.own_path import check_own_paths
+from harness.matrix.cell.cell_runner import MatrixConfig, run_cell
+from harness.matrix.cell.units import Cell
+from harness.matrix.commands.own_path import check_own_paths
 from harness.models.scripted import ScriptedSource, example_args
 from harness.records.checkpoint import HumanDecision
 from harness.records.trace import RunOutcome, TraceEvent, Usage

@@ -14,13 +14,14 @@ import hashlib
 import importlib
 import importlib.util
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from harness.errors import UserInputError
-from harness.matrix.frameworks import quiet_frameworks
-from modes import MODES, mode
+from harness.matrix.cell.frameworks import quiet_frameworks, refuse_missing
+from modes import MODES, mode, select_modes
 from modes.runtimes.base import RuntimeMode
 
 # A file's imports that name a framework other than by its own import name (LangGraph's tools and models are
@@ -31,6 +32,18 @@ IMPORTED_AS = {"langchain_core": "langgraph", "langchain": "langgraph"}
 def is_agent_spec(name: str) -> bool:
     """Whether a ``--mode`` value names a user's factory (``FILE.py:FACTORY``, ``MODULE:FACTORY``), not a mode."""
     return ":" in name
+
+
+def ready_modes(names: Iterable[str]) -> list[str]:
+    """``select_modes`` for a run: a user's agent (``FILE.py:FACTORY``, ``MODULE:FACTORY``) loaded and registered
+    first; any selected mode whose framework is not installed refused, in one line naming its extra."""
+    names = list(names)
+    for name in names:
+        if is_agent_spec(name) and name not in MODES:
+            load_agent(name)
+    selected = select_modes(names)
+    refuse_missing(selected)
+    return selected
 
 
 def load_agent(spec: str) -> str:

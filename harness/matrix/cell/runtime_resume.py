@@ -1,7 +1,7 @@
 """bench resume of a framework-run mode (a runtime adapter): the gateway rebuilt as it stood at the stop, the
 decision traced and applied, then the framework goes on from its own saved state (``RuntimeMode.resume``).
 
-The built-in modes are resumed by replaying their own code to the stop (``harness.matrix.restore``). A framework's
+The built-in modes are resumed by replaying their own code to the stop (``harness.matrix.cell.restore``). A framework's
 position cannot be replayed so: its checkpointer or serialised run state in the run folder (``ctx.state_dir``)
 says where it stands, and what it repeats from there reaches the gateway again and is counted
 (``repeated_side_effects``): that is the measurement. So the stop's checkpoint keeps what the gateway held (its

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import UserInputError
-from harness.matrix.spec import RunSpec, project_dirs
+from harness.matrix.pipeline.spec import RunSpec, project_dirs
 from harness.models import endpoint_from_env
 from harness.scenario.load import load_all
 from modes import MODES, select_modes
@@ -17,7 +17,7 @@ from modes.base import is_runtime
 from modes.runtimes.base import RuntimeMode
 
 if TYPE_CHECKING:
-    from harness.matrix.pipeline import Notify  # bench list and check-scenarios never load the run pipeline
+    from harness.matrix.pipeline.driver import Notify  # bench list and check-scenarios never load the run pipeline
 
 
 @dataclass(frozen=True)
@@ -50,8 +50,8 @@ def runtime_rows() -> list[tuple[str, str, str, str]]:
 
 
 def check_scenarios(scenarios_dir: Path | None = None) -> list[Any]:
-    """The sanity check of every scenario in the folder (harness.matrix.sanity.SanityReport each)."""
-    from harness.matrix.sanity import check_folder
+    """The sanity check of every scenario in the folder (harness.matrix.commands.sanity.SanityReport each)."""
+    from harness.matrix.commands.sanity import check_folder
 
     folder, _ = project_dirs(scenarios_dir)
     return check_folder(folder, select_modes([]))
@@ -59,7 +59,7 @@ def check_scenarios(scenarios_dir: Path | None = None) -> list[Any]:
 
 def suggest_sanity_rows(mode: str, scenarios_dir: Path | None = None) -> str:
     """The sanity rows of ``mode`` for every scenario in the folder, computed, as YAML to review and paste."""
-    from harness.matrix.sanity import suggest
+    from harness.matrix.commands.sanity import suggest
 
     folder, _ = project_dirs(scenarios_dir)
     return suggest(folder, mode, select_modes([]))

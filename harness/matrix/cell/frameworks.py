@@ -1,6 +1,6 @@
-"""What bench does around the modes a real agent framework runs (runtime adapters, docs/runtimes.md): a user's own
-agent loaded, a framework that is not installed refused before anything runs, the frameworks' telemetry off, and
-their versions for the manifest."""
+"""What bench does around the modes a real agent framework runs (runtime adapters, docs/runtimes.md): a framework
+that is not installed refused before anything runs, the frameworks' telemetry off, and their versions for the
+manifest. A user's own agent is loaded by custom_mode.py, which builds on this module."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import os
 from collections.abc import Iterable
 
 from harness.errors import UserInputError
-from modes import MODES, select_modes
+from modes import MODES
 from modes.runtimes.base import RuntimeMode
 
 # Every framework's own telemetry, off: bench runs offline and its traces are the only record of a run. Set in the
@@ -27,20 +27,6 @@ TELEMETRY_OFF = {
 def quiet_frameworks() -> None:
     """Turns every framework's own telemetry off in this process (``TELEMETRY_OFF``)."""
     os.environ.update(TELEMETRY_OFF)
-
-
-def ready_modes(names: Iterable[str]) -> list[str]:
-    """``select_modes`` for a run: a user's agent (``FILE.py:FACTORY``, ``MODULE:FACTORY``) loaded and registered
-    first; any selected mode whose framework is not installed refused, in one line naming its extra."""
-    from harness.matrix.custom_mode import is_agent_spec, load_agent
-
-    names = list(names)
-    for name in names:
-        if is_agent_spec(name) and name not in MODES:
-            load_agent(name)
-    selected = select_modes(names)
-    refuse_missing(selected)
-    return selected
 
 
 def refuse_missing(names: Iterable[str]) -> None:

@@ -5,7 +5,7 @@ The decision is claimed in the checkpoint database before anything of it is writ
 suspended at this stop -> deciding), then carried out; the run's next stop, or its end, replaces the claim.
 A resume killed or interrupted in between leaves the claim, and the next ``bench resume`` of the run carries
 that same decision out again from the same checkpoint, writing only the trace lines the killed one did not
-(``harness.matrix.reconcile``): nothing is committed twice and the checkpoint and the trace never disagree
+(``harness.matrix.commands.reconcile``): nothing is committed twice and the checkpoint and the trace never disagree
 for good. A decision lands only on the stop that was pending when its command started (and at the gate
 ``--gate`` names): a stop another decision moved on is refused, saying who decided what and where the run
 waits now.
@@ -24,14 +24,14 @@ from harness.core.approvals import NobodyYet
 from harness.core.model_port import Model
 from harness.core.signals import RunInterrupted, StopRequest
 from harness.errors import UserInputError
-from harness.matrix.cell_runner import Cell, MatrixConfig
-from harness.matrix.custom_mode import is_agent_spec
-from harness.matrix.exit_status import RunEnds
-from harness.matrix.frameworks import ready_modes
-from harness.matrix.pipeline import Notify, run_async
-from harness.matrix.reconcile import CatchUp, TraceDiverged, decision_in_trace, events_past, run_events
-from harness.matrix.runtime_resume import lines_met
-from harness.matrix.spec import project_dirs
+from harness.matrix.cell.cell_runner import MatrixConfig
+from harness.matrix.cell.custom_mode import is_agent_spec, ready_modes
+from harness.matrix.cell.runtime_resume import lines_met
+from harness.matrix.cell.units import Cell
+from harness.matrix.commands.reconcile import CatchUp, TraceDiverged, decision_in_trace, events_past, run_events
+from harness.matrix.pipeline.driver import Notify, run_async
+from harness.matrix.pipeline.exit_status import RunEnds
+from harness.matrix.pipeline.spec import project_dirs
 from harness.models.choice import ModelChoice, choose, endpoint_from_env, open_source
 from harness.models.config import LiveOptions
 from harness.records.checkpoint import CHECKPOINT_FILE, Checkpoint, CheckpointStore, Decision, HumanDecision
@@ -283,7 +283,7 @@ def _carry_out(
 ) -> ResumeResult:
     """Claims ``decision`` (unless it is claimed already) and runs the run on from its checkpoint with it, writing
     only the trace lines the trace does not hold yet; the run's next stop, or its end, replaces the claim."""
-    from harness.matrix.cell_runner import execute_run
+    from harness.matrix.cell.cell_runner import execute_run
 
     checkpoint, run_id = standing.checkpoint, standing.checkpoint.run_id
     scenario = _unchanged_scenario(checkpoint, scenarios_dir)
@@ -364,7 +364,7 @@ def _answering_again(folder: Path, choice: ModelChoice, cell: Cell, model: Model
     from there: the run goes the same way again, and no request is paid for twice."""
     if not choice.live:
         return model  # scripted and replayed sources answer the same again by themselves
-    from harness.matrix.restore import RecordedFirst
+    from harness.matrix.cell.restore import RecordedFirst
     from harness.models.recording import RECORDING_FILE, read_recording
 
     recording = folder / RECORDING_FILE
@@ -387,7 +387,7 @@ def _count_decisions(folder: Path, manifest: Manifest, store: CheckpointStore) -
 
 
 def _unchanged_scenario(checkpoint: Checkpoint, scenarios_dir: Path | None) -> Scenario:
-    from harness.matrix.cell_runner import scenario_digest
+    from harness.matrix.cell.cell_runner import scenario_digest
     from harness.scenario.load import load_scenario
 
     folder, _ = project_dirs(scenarios_dir)

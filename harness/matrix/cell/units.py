@@ -12,14 +12,21 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 from harness.records.trace import TraceEvent
-
-if TYPE_CHECKING:
-    from harness.matrix.cell_runner import Cell
+from harness.scenario.model import Scenario
 
 UnitSink = Callable[[Sequence[TraceEvent]], None]  # a finished run's every line, in order
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One run of the matrix."""
+
+    scenario: Scenario
+    mode: str
+    trial: int
 
 
 def unit_id(seed: int, cell: Cell, model_choice: str, gateway_policy: str, approver: str) -> str:

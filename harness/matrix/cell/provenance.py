@@ -20,10 +20,10 @@ HASH_CHARS = 12  # 48 bits of sha256: enough to tell two versions of one file ap
 # answer checks (jsonschema, jsonschema-rs), the scenario reader (PyYAML), and what the reports compute with
 # (numpy draws the bootstrap resamples, pandas groups, pyarrow reads the traces). The frameworks of the runtime modes
 # and the local model's engine are recorded where they are used (framework_versions, the manifest's live block).
-# pipeline.versions() puts them, with bench's and Python's, in the manifest's ``versions``.
+# driver.versions() (harness/matrix/pipeline) puts them, with bench's and Python's, in the manifest's ``versions``.
 KEY_LIBRARIES = ("pydantic", "httpx", "jsonschema", "jsonschema-rs", "PyYAML", "numpy", "pandas", "pyarrow")
 MODES_PACKAGE = Path(modes.__path__[0]).resolve()  # where the modes are imported from
-SOURCE_ROOT = Path(__file__).resolve().parents[2]  # the folder holding harness/ and modes/ (a checkout, or not)
+SOURCE_ROOT = Path(__file__).resolve().parents[3]  # the folder holding harness/ and modes/ (a checkout, or not)
 GIT_TIMEOUT_S = 5.0
 
 

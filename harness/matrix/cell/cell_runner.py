@@ -20,10 +20,10 @@ from harness.core.outcome import ModeResult, judge
 from harness.core.signals import RunInterrupted, StopRequest
 from harness.core.store import VirtualStore
 from harness.errors import ModelError, ResumeMismatch, WriteFailed
-from harness.matrix.frameworks import quiet_frameworks
-from harness.matrix.restore import CachedModel, ResumeGatekeeper, store_snapshot
-from harness.matrix.runtime_resume import rebuilt_gateway, restore_trace, resume_framework, runtime_state
-from harness.matrix.units import UnitLines, UnitSink, unit_id
+from harness.matrix.cell.frameworks import quiet_frameworks
+from harness.matrix.cell.restore import CachedModel, ResumeGatekeeper, store_snapshot
+from harness.matrix.cell.runtime_resume import rebuilt_gateway, restore_trace, resume_framework, runtime_state
+from harness.matrix.cell.units import Cell, UnitLines, UnitSink, unit_id
 from harness.models.recording import request_hash
 from harness.records.checkpoint import (
     Checkpoint,
@@ -42,15 +42,6 @@ from modes.runtimes.base import RuntimeMode
 
 
 @dataclass(frozen=True)
-class Cell:
-    """One run of the matrix."""
-
-    scenario: Scenario
-    mode: str
-    trial: int
-
-
-@dataclass(frozen=True)
 class MatrixConfig:
     """How every cell of a matrix is run."""
 
@@ -59,7 +50,7 @@ class MatrixConfig:
     concurrency: int = 1
     gateway_policy: GatewayPolicy = DEFAULT_GATEWAY_POLICY
     clock: Clock = field(default_factory=SystemClock)
-    new_run_id: Callable[[], str] | None = None  # None: the run id is the work unit's (harness.matrix.units)
+    new_run_id: Callable[[], str] | None = None  # None: the run id is the work unit's (harness.matrix.cell.units)
     stop: StopRequest = field(default_factory=StopRequest)  # set by SIGINT/SIGTERM: runs end at their next event
     approver: Callable[[int], Gatekeeper] = nobody_decides  # makes each run's gatekeeper, seeded by the run's seed
     checkpoints: CheckpointStore | None = None  # where suspended runs are checkpointed (a run folder's database)
@@ -135,11 +126,11 @@ async def execute_run(
     """One run, from its start or, ``resuming`` a checkpoint, replayed silently to its stop and continued.
 
     A resumed run goes through the very same code: the gatekeeper unmutes its trace at the stop the
-    checkpoint names (``harness.matrix.restore``); a run that ends before it gets there raises ResumeMismatch and
+    checkpoint names (``harness.matrix.cell.restore``); a run that ends before it gets there raises ResumeMismatch and
     nothing has been written. ``resuming`` is the claimed checkpoint (status deciding, ``decision`` its claim):
     where the run stops next, or its end, replaces the claim; an interrupted one leaves it for the next resume.
     A framework-run mode is not replayed: its gateway is rebuilt from the checkpoint and its framework goes on from
-    its own state (``harness.matrix.runtime_resume``; ``past``: the lines a killed resume of it wrote already).
+    its own state (``harness.matrix.cell.runtime_resume``; ``past``: the lines a killed resume of it wrote already).
     """
     scenario = cell.scenario
     info = RunInfo(run_id=run_id, scenario=scenario.id, mode=cell.mode, model=model.label, trial=cell.trial)
@@ -361,7 +352,7 @@ async def run_matrix(
     Workers pull cells one at a time from a lazy iterator, so neither the cells nor their outcomes
     are ever all in memory: a matrix of a million runs costs what ``concurrency`` runs cost. Each event goes
     to ``sink`` as it is written or, given ``units`` instead, each run's lines go there together once its summary is
-    written (a work unit's result: ``harness.matrix.units``).
+    written (a work unit's result: ``harness.matrix.cell.units``).
     """
     if (sink is None) == (units is None):
         raise ValueError("run_matrix writes to a sink or to units, one of them")

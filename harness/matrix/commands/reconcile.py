@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness.errors import UserInputError
-from harness.matrix.trace_diff import compare_runs
+from harness.matrix.commands.trace_diff import compare_runs
 from harness.records.checkpoint import Checkpoint, HumanDecision
 from harness.records.trace import TraceEvent
 from harness.terminal import printable
@@ -103,7 +103,7 @@ class CatchUp:
     """A resumed run's sink: the lines the trace holds already are compared, not written again; the rest are.
 
     ``met``: how many of them the run takes as its own without emitting them again (a framework-run mode goes on
-    from where a killed resume of it got to: ``harness.matrix.runtime_resume``).
+    from where a killed resume of it got to: ``harness.matrix.cell.runtime_resume``).
     """
 
     def __init__(

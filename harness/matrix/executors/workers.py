@@ -33,8 +33,8 @@ from typing import Any
 
 from harness.core.signals import RunInterrupted, StopRequest
 from harness.errors import UserInputError, WriteFailed
-from harness.matrix.cell_runner import Cell
-from harness.matrix.unit_batch import UnitDone, UnitKey, WorkerSetup, unit_session
+from harness.matrix.cell.units import Cell
+from harness.matrix.executors.unit_batch import UnitDone, UnitKey, WorkerSetup, unit_session
 from harness.models.choice import OpenSource
 
 POLL_S = 0.2  # how often the driver looks at its workers' health and a stop request between results

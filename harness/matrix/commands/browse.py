@@ -8,22 +8,22 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import UserInputError
-from harness.matrix.spec import project_dirs
+from harness.matrix.pipeline.spec import project_dirs
 from harness.records.manifest import read_manifest
 
 
 def folders(root: Path | None = None) -> list[Any]:
     """The run folders at or under ``root`` (default: the results folder), oldest first
-    (harness.matrix.listing.FolderRow each)."""
-    from harness.matrix.listing import run_folders
+    (harness.matrix.commands.listing.FolderRow each)."""
+    from harness.matrix.commands.listing import run_folders
 
     return run_folders(root if root is not None else project_dirs()[1])
 
 
 def waiting(folder: Path) -> list[Any]:
     """The runs of a folder at a gate: waiting for a decision, or with one given and not yet carried out
-    (harness.matrix.listing.WaitingRun each, its ``state`` says which)."""
-    from harness.matrix.listing import waiting_runs
+    (harness.matrix.commands.listing.WaitingRun each, its ``state`` says which)."""
+    from harness.matrix.commands.listing import waiting_runs
 
     return waiting_runs(folder)
 

@@ -32,12 +32,12 @@ from harness.core.outcome import ModeResult
 from harness.core.signals import StopRequest
 from harness.core.store import VirtualStore
 from harness.errors import UserInputError, WriteFailed
-from harness.matrix.cell_runner import Cell, emit_start, emit_summary, run_seed, scenario_digest
-from harness.matrix.provenance import bench_commit, prompt_hash
-from harness.matrix.ray_model_servers import NodeServers
-from harness.matrix.unit_batch import UnitDone, UnitKey, WorkerSetup, run_batch_blocking
-from harness.matrix.units import unit_id
-from harness.matrix.workers import batches, worker_share
+from harness.matrix.cell.cell_runner import emit_start, emit_summary, run_seed, scenario_digest
+from harness.matrix.cell.provenance import bench_commit, prompt_hash
+from harness.matrix.cell.units import Cell, unit_id
+from harness.matrix.executors.ray_model_servers import NodeServers
+from harness.matrix.executors.unit_batch import UnitDone, UnitKey, WorkerSetup, run_batch_blocking
+from harness.matrix.executors.workers import batches, worker_share
 from harness.models.choice import OpenSource
 from harness.models.shared_endpoint import merged_facts
 from harness.records.trace import ErrorInfo, serialized

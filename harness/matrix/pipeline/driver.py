@@ -25,15 +25,15 @@ from harness.choices import DEFAULT_GATEWAY_POLICY, GatewayPolicy
 from harness.core.approvals import parse_approver
 from harness.core.signals import RunInterrupted, StopRequest
 from harness.errors import UserInputError, WriteFailed
-from harness.matrix.cell_runner import Cell, MatrixConfig, cells_for, matrix_config, run_matrix
-from harness.matrix.custom_mode import is_agent_spec
-from harness.matrix.exit_status import INFRASTRUCTURE, RunEnds
-from harness.matrix.frameworks import framework_versions, ready_modes
-from harness.matrix.provenance import KEY_LIBRARIES, bench_commit, prompt_hash, scenario_hashes
-from harness.matrix.spec import RunSpec, manifest_choices, project_dirs
-from harness.matrix.unit_batch import UnitDone, WorkerSetup
-from harness.matrix.units import UnitSink
-from harness.matrix.workers import WorkerExited, run_in_workers
+from harness.matrix.cell.cell_runner import MatrixConfig, cells_for, matrix_config, run_matrix
+from harness.matrix.cell.custom_mode import is_agent_spec, ready_modes
+from harness.matrix.cell.frameworks import framework_versions
+from harness.matrix.cell.provenance import KEY_LIBRARIES, bench_commit, prompt_hash, scenario_hashes
+from harness.matrix.cell.units import Cell, UnitSink
+from harness.matrix.executors.unit_batch import UnitDone, WorkerSetup
+from harness.matrix.executors.workers import WorkerExited, run_in_workers
+from harness.matrix.pipeline.exit_status import INFRASTRUCTURE, RunEnds
+from harness.matrix.pipeline.spec import RunSpec, manifest_choices, project_dirs
 from harness.models.choice import choose, model_label, open_source
 from harness.models.config import LiveOptions
 from harness.models.dead_endpoint import FailureStreak
@@ -47,7 +47,7 @@ from harness.version import __version__
 from modes import MODES
 
 if TYPE_CHECKING:
-    from harness.matrix.ray_model_servers import NodeServers
+    from harness.matrix.executors.ray_model_servers import NodeServers
     from harness.models.live import LiveConfig
 
 __all__ = ["Matrix", "RunResult", "plan", "run", "versions"]
@@ -288,7 +288,7 @@ def _continue(
 ) -> RunResult:
     """A matrix that was cut short (killed, interrupted) goes on in its own folder: partial runs are dropped
     cleanly, and only the cells without a final summary run, so the folder ends with every cell exactly once."""
-    from harness.matrix.unfinished import keep_finished_runs
+    from harness.matrix.pipeline.unfinished import keep_finished_runs
 
     assert spec.resume is not None
     given = sorted(
@@ -477,8 +477,8 @@ def _run_in_workers(
     index: int,
     label: str,
 ) -> Manifest:
-    """The matrix in ``workers`` local processes (``harness.matrix.workers``); this process writes every line (a
-    live model's recording too), and checks a live model's endpoint once (``_on_shared_endpoint``)."""
+    """The matrix in ``workers`` local processes (``harness.matrix.executors.workers``); this process writes every
+    line (a live model's recording too), and checks a live model's endpoint once (``_on_shared_endpoint``)."""
     return _on_shared_endpoint(
         folder,
         manifest,
@@ -580,11 +580,11 @@ def _run_in_ray(
     index: int,
     label: str,
 ) -> Manifest:
-    """The matrix as batches of Ray tasks (``harness.matrix.ray_executor``); this process writes every line (a live
-    model's recording too) and checks a live model's endpoint once, as for worker processes. The manifest says so,
-    and counts the late duplicate results the driver dropped."""
-    from harness.matrix.ray_executor import RayStats, connected, run_in_ray
-    from harness.matrix.ray_model_servers import node_model_servers
+    """The matrix as batches of Ray tasks (``harness.matrix.executors.ray_executor``); this process writes every
+    line (a live model's recording too) and checks a live model's endpoint once, as for worker processes. The
+    manifest says so, and counts the late duplicate results the driver dropped."""
+    from harness.matrix.executors.ray_executor import RayStats, connected, run_in_ray
+    from harness.matrix.executors.ray_model_servers import node_model_servers
 
     stats = RayStats()
     with contextlib.ExitStack() as stack:
