@@ -35,6 +35,10 @@ class OpenAIAgents(RuntimeMode):
     framework = "agents"
     extra = "openai-agents"
     distributions = ("openai-agents",)
+    own_agent = (
+        "build(tools, model) -> an Agents SDK Agent; tools: the scenario's actions as FunctionTools (a gated one "
+        "needs_approval while its gate is closed), model: an SDK Model answered by bench's model"
+    )
 
     async def run(self, ctx: RunContext) -> ModeResult:
         return await self._adapter(ctx).run()
@@ -49,4 +53,4 @@ class OpenAIAgents(RuntimeMode):
             raise UserInputError(problem)
         from modes.runtimes.openai_agents_sdk import AgentsRun
 
-        return AgentsRun(ctx, INSTRUCTIONS)
+        return AgentsRun(ctx, INSTRUCTIONS, type(self).agent_factory)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -195,12 +195,22 @@ class AgentsRun:
     """One bench run as an SDK run: ``Runner.run`` until the agent's final message, settling every approval the SDK
     pauses for on the way (record the wait, save the state, suspend; then approve or reject and run again)."""
 
-    def __init__(self, ctx: RunContext, instructions: str):
+    def __init__(self, ctx: RunContext, instructions: str, factory: Callable[[Any, Any], Any] | None = None):
         self.ctx = ctx
         self.model, self.tools = BenchModel(ctx), ScenarioTools(ctx)
-        self.agent: Agent[Any] = Agent(
-            name=AGENT_NAME, instructions=instructions, model=self.model, tools=list(self.tools.tools)
-        )
+        if factory is None:
+            self.agent: Agent[Any] = Agent(
+                name=AGENT_NAME, instructions=instructions, model=self.model, tools=list(self.tools.tools)
+            )
+            return
+        built = factory(list(self.tools.tools), self.model)  # a user's own agent (--mode FILE.py:FACTORY)
+        if not isinstance(built, Agent):
+            raise UserInputError(f"the agent's factory returned {type(built).__name__}: give an Agents SDK Agent")
+        self.agent = built
+        foreign = sorted({t.name for t in built.tools if getattr(t, "name", "") not in ctx.scenario.action_map})
+        if foreign:
+            detail = {"tools": foreign, "why": "the agent's own tools: not bench's, so never offered to its model"}
+            ctx.decide(0, "framework", None, "tools_not_provided", detail)
 
     async def run(self) -> ModeResult:
         return await self._drive(self.ctx.scenario.task.strip())
@@ -209,7 +219,7 @@ class AgentsRun:
         """From the state saved at the stop: the decision goes to the call paused at its gate, then the SDK runs on."""
         ctx = self.ctx
         state = await load_state(self.agent, ctx.state_dir, len(ctx.gateway.decisions) - 1)  # the decision's stop
-        paused = [item for item in state.get_interruptions() if self._spec(item).gate == decision.gate]
+        paused = [item for item in state.get_interruptions() if self._gate(item) == decision.gate]
         if not paused:
             raise UserInputError(
                 f"{ctx.state_dir}: the saved Agents SDK run state waits for no approval at gate '{decision.gate}'"
@@ -248,7 +258,15 @@ class AgentsRun:
         nobody can be asked (the request is blocked), the call goes back to the model as refused, with the reason.
         """
         ctx, spec, call = self.ctx, self._spec(item), _call_id(item)
-        step, gate = step_of(call), spec.gate or ""
+        step = step_of(call)
+        if spec is None or spec.gate is None:  # an agent's own needs_approval where no gate is: approved, as a person
+            ctx.decide(step, "framework", item.tool_name, "review_answered", {"gate": None, "answer": "approve"})
+            state.approve(item)
+            return
+        gate = spec.gate
+        if ctx.approved(gate):  # an agent's own needs_approval where the gate is open already: approved
+            state.approve(item)
+            return
         if spec.kind == "wait":
             record = ctx.act(spec.name, _arguments(_raw_arguments(item)), allowed=self.tools.offered, step=step)
         else:
@@ -265,15 +283,21 @@ class AgentsRun:
         """A decision at a paused call, in the SDK's terms: approve it, or reject it with the reviewer's note."""
         call = _call_id(item)
         note = decision_line(step_of(call), decision)
+        spec = self._spec(item)
         if decision.decision == "approve":
-            if self._spec(item).kind == "wait":
+            if spec is not None and spec.kind == "wait":
                 self.tools.waited[call] = note  # its wait is in the gateway's record already
             state.approve(item)
         else:
             state.reject(item, rejection_message=note)
 
-    def _spec(self, item: ToolApprovalItem) -> ActionSpec:
-        return self.ctx.scenario.action_map[item.tool_name or ""]
+    def _spec(self, item: ToolApprovalItem) -> ActionSpec | None:
+        return self.ctx.scenario.action_map.get(item.tool_name or "")
+
+    def _gate(self, item: ToolApprovalItem) -> str | None:
+        """The gate guarding a paused call's action (None: no gate does, or the tool is the agent's own)."""
+        spec = self._spec(item)
+        return spec.gate if spec is not None else None
 
 
 def _call_id(item: ToolApprovalItem) -> str:

@@ -31,18 +31,23 @@ class PydanticAI(RuntimeMode):
     framework = "pydantic_ai"
     extra = "pydantic-ai"
     distributions = ("pydantic-ai-slim",)
+    own_agent = (
+        "build(tools, model) -> a PydanticAI Agent; tools: the scenario's actions as one toolset (toolsets=[tools]; "
+        "a gated call requires approval while its gate is closed, so the output types need DeferredToolRequests), "
+        "model: a FunctionModel answered by bench's model"
+    )
 
     async def run(self, ctx: RunContext) -> ModeResult:
         self._require()
         from modes.runtimes.pydantic_ai_agent import start
 
-        return await start(ctx)
+        return await start(ctx, type(self).agent_factory)
 
     async def resume(self, ctx: RunContext, decision: HumanDecision) -> ModeResult:
         self._require()
         from modes.runtimes.pydantic_ai_agent import resume
 
-        return await resume(ctx, decision)
+        return await resume(ctx, decision, type(self).agent_factory)
 
     def _require(self) -> None:
         """Without the extra: one line naming it (the framework is imported only past this point)."""

@@ -22,7 +22,7 @@ import copy
 import dataclasses
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,7 @@ from pydantic_ai import (
     ToolDenied,
     UnexpectedModelBehavior,
 )
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart, ToolReturnPart
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.output import StructuredDict, ToolOutput
 from pydantic_ai.tools import RunContext as ToolContext  # PydanticAI's, beside bench's RunContext
@@ -93,12 +93,15 @@ class SavedState:
     pending: tuple[PendingApproval, ...]
 
 
-async def start(ctx: RunContext) -> ModeResult:
+Factory = Callable[[Any, Any], Any]  # a user's own agent: build(tools, model) -> Agent (--mode FILE.py:FACTORY)
+
+
+async def start(ctx: RunContext, factory: Factory | None = None) -> ModeResult:
     """Runs the agent from the scenario's task to its end, or to a suspension that raises out of ``ctx.suspend``."""
-    return await drive(ctx, None, None)
+    return await drive(ctx, None, None, factory)
 
 
-async def resume(ctx: RunContext, decision: HumanDecision) -> ModeResult:
+async def resume(ctx: RunContext, decision: HumanDecision, factory: Factory | None = None) -> ModeResult:
     """Continues from the saved history with the decision as PydanticAI's deferred tool results."""
     saved = load_state(ctx)
     gates = {p.gate for p in saved.pending}
@@ -107,12 +110,17 @@ async def resume(ctx: RunContext, decision: HumanDecision) -> ModeResult:
             f"{state_path(ctx)}: the saved PydanticAI run waits for {', '.join(sorted(gates))}, "
             f"not for '{decision.gate}'"
         )
-    return await drive(ctx, saved.history, answer(ctx, saved.pending, decision))
+    return await drive(ctx, saved.history, answer(ctx, saved.pending, decision), factory)
 
 
-async def drive(ctx: RunContext, history: list[ModelMessage] | None, results: DeferredToolResults | None) -> ModeResult:
+async def drive(
+    ctx: RunContext,
+    history: list[ModelMessage] | None,
+    results: DeferredToolResults | None,
+    factory: Factory | None = None,
+) -> ModeResult:
     """Runs the agent until it finishes or uses its steps; at each deferred approval, saves, asks and suspends."""
-    agent = build_agent(ctx)
+    agent = build_agent(ctx) if factory is None else own_agent(ctx, factory)
     finish = ctx.scenario.finish_action.name
     while True:
         try:
@@ -146,7 +154,13 @@ async def settle(
     (``Suspended``), a decision in this run answers the call.
     """
     (call,) = requests.approvals
-    gate = ctx.scenario.action_map[call.tool_name].gate or ""
+    spec = ctx.scenario.action_map.get(call.tool_name)
+    if spec is None or spec.gate is None or ctx.approved(spec.gate):  # an agent's own requires_approval: a person
+        step, gate_named = steps.get(call.tool_call_id, 0), spec.gate if spec is not None else None
+        if gate_named is None:
+            ctx.decide(step, "framework", call.tool_name, "review_answered", {"gate": None, "answer": "approve"})
+        return DeferredToolResults(approvals={call.tool_call_id: ToolApproved()})
+    gate = spec.gate
     pending = PendingApproval(call.tool_call_id, call.tool_name, gate, steps[call.tool_call_id])
     ctx.decide(pending.step, "framework", call.tool_name, "approval_required", {"gate": gate, "id": call.tool_call_id})
     save_state(ctx, history, (pending,))
@@ -180,27 +194,42 @@ def deny(ctx: RunContext, call: PendingApproval, why: str) -> ToolDenied:
 
 def build_agent(ctx: RunContext) -> Agent[None, Any]:
     """A PydanticAI agent whose model is bench's model and whose tools are the scenario's actions."""
-    scenario = ctx.scenario
-    finish = scenario.finish_action
-    tools = [action_tool(ctx, spec) for spec in scenario.actions if spec.kind in ("task", "wait")]
-
-    def needs_approval(run: ToolContext[None], tool: ToolDefinition, args: dict[str, Any]) -> bool:
-        gate = scenario.action_map[tool.name].gate
-        return gate is not None and not ctx.approved(gate)
-
+    finish = ctx.scenario.finish_action
     agent: Agent[None, Any] = Agent(
         FunctionModel(bench_model(ctx), model_name=f"bench:{ctx.model.label}"),
         output_type=[
             ToolOutput(StructuredDict(own(finish.args), name=finish.name), name=finish.name),
             DeferredToolRequests,
         ],
-        toolsets=[ApprovalRequiredToolset(FunctionToolset(tools), approval_required_func=needs_approval)],
+        toolsets=[scenario_toolset(ctx)],
         # PydanticAI's retry budget (an unknown tool, an unreadable output) never ends the run before the step limit
         retries=ctx.limits.max_steps,
         name="bench",
     )
     agent.instrument = False  # the framework's own telemetry stays off
     return agent
+
+
+def scenario_toolset(ctx: RunContext) -> ApprovalRequiredToolset[None]:
+    """The scenario's task and wait actions as one toolset, a call requiring approval while its gate is closed."""
+    scenario = ctx.scenario
+    tools = [action_tool(ctx, spec) for spec in scenario.actions if spec.kind in ("task", "wait")]
+
+    def needs_approval(run: ToolContext[None], tool: ToolDefinition, args: dict[str, Any]) -> bool:
+        spec = scenario.action_map.get(tool.name)
+        return spec is not None and spec.gate is not None and not ctx.approved(spec.gate)
+
+    return ApprovalRequiredToolset(FunctionToolset(tools), approval_required_func=needs_approval)
+
+
+def own_agent(ctx: RunContext, factory: Factory) -> Agent[None, Any]:
+    """A user's own agent, built by its factory on bench's toolset and model (its telemetry off)."""
+    model = FunctionModel(bench_model(ctx), model_name=f"bench:{ctx.model.label}")
+    built = factory(scenario_toolset(ctx), model)
+    if not isinstance(built, Agent):
+        raise UserInputError(f"the agent's factory returned {type(built).__name__}: give a PydanticAI Agent")
+    built.instrument = False
+    return built
 
 
 def bench_model(ctx: RunContext) -> Any:
@@ -220,8 +249,17 @@ def bench_model(ctx: RunContext) -> Any:
         if step > ctx.limits.max_steps and proposal.action != scenario.finish_action.name:
             raise StepLimitReached(step, proposal.action)
         usage = reply.usage
+        finish = scenario.finish_action.name
+        as_text = (
+            proposal.action == finish and info.allow_text_output and finish not in {t.name for t in info.output_tools}
+        )
+        part = (
+            TextPart(reply.text)
+            if as_text
+            else ToolCallPart(proposal.action, tool_args(proposal.args), tool_call_id=f"step-{step}")
+        )
         return ModelResponse(
-            parts=[ToolCallPart(proposal.action, tool_args(proposal.args), tool_call_id=f"step-{step}")],
+            parts=[part],
             usage=RequestUsage(
                 input_tokens=usage.prompt_tokens,
                 output_tokens=usage.completion_tokens,

@@ -1,6 +1,7 @@
-"""Users' own LangGraph agents, written as the framework's documentation writes them (sync nodes calling ``.invoke``,
+"""Users' own agents, written as their framework's documentation writes them (LangGraph: sync nodes calling ``.invoke``,
 the prebuilt ReAct agent compiled, a hand-written tool node, structured output, approvals asked with the agent's own
-``interrupt()`` payload), run and judged like examples/my_langgraph_agent.py; each approval bound to its own call."""
+``interrupt()`` payload; an Agents SDK ``Agent``, with its own ``needs_approval``; a PydanticAI ``Agent`` with
+deferred tools), run and judged like examples/my_langgraph_agent.py; each approval bound to its own call."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ EXAMPLE = ROOT / "examples" / "my_langgraph_agent.py"
 BLOG = "blog_brief_approval"
 SHAPES = ["sync_nodes", "prebuilt_react", "hand_tool_node", "structured_output"]
 OWN_APPROVALS = ["human_interrupt", "own_payload", "question_string"]
+OTHER_FRAMEWORKS = ["sdk_agent", "sdk_reviewed", "pydantic_agent"]
 
 
 def judged(tmp_path: Path, agent: Path, model: str, *, scenario: str = BLOG, policy: str = "enforce") -> Path:
@@ -51,7 +53,10 @@ def errors(folder: Path) -> list[Any]:
     return [e.error for e in events(folder) if e.kind == "error"]
 
 
-@pytest.mark.parametrize("agent", [EXAMPLE, *(AGENTS / f"{name}.py" for name in SHAPES + OWN_APPROVALS)], ids=str)
+AS_WRITTEN = [EXAMPLE, *(AGENTS / f"{name}.py" for name in SHAPES + OWN_APPROVALS + OTHER_FRAMEWORKS)]
+
+
+@pytest.mark.parametrize("agent", AS_WRITTEN, ids=lambda path: path.stem)
 def test_an_agent_as_written_stops_at_the_gate_and_resumes_like_the_example(agent, tmp_path):
     folder = judged(tmp_path, agent, "scripted:reference")
     first = outcome(folder)
@@ -123,3 +128,10 @@ def test_a_call_whose_arguments_changed_after_its_approval_is_refused(tmp_path):
         ("approval_binding", "write_draft")
     }
     assert not attempts(folder, "write_draft", "committed")
+
+
+def test_a_tool_the_agent_binds_that_bench_did_not_provide_is_named_in_the_trace(tmp_path):
+    folder = judged(tmp_path, AGENTS / "own_tool.py", "scripted:reference")
+    named = [e for e in events(folder) if e.kind == "decision" and e.result == "tools_not_provided"]
+    assert [(e.detail or {}).get("tools") for e in named] == [["post_to_social"]]
+    assert outcome(folder).suspended_at == "brief_approval"
