@@ -21,8 +21,10 @@ from typing import Any
 
 from harness.errors import UserInputError
 from harness.matrix.cell.frameworks import quiet_frameworks, refuse_missing
+from harness.matrix.cell.named_agents import load_process_agent
 from modes import MODES, mode, select_modes
 from modes.runtimes.base import RuntimeMode
+from modes.runtimes.process import is_process_agent
 
 # A file's imports that name a framework other than by its own import name (LangGraph's tools and models are
 # LangChain's).
@@ -47,7 +49,10 @@ def ready_modes(names: Iterable[str]) -> list[str]:
 
 
 def load_agent(spec: str) -> str:
-    """Imports the factory ``spec`` names and registers it as a mode under ``spec``; one line for anything wrong."""
+    """Imports the factory ``spec`` names and registers it as a mode under ``spec``; one line for anything wrong. An
+    agent process (``agent:CMD``, or ``agent:NAME`` from bench.toml) is registered as such (docs/agents.md)."""
+    if is_process_agent(spec):
+        return load_process_agent(spec)
     where, _, attribute = spec.rpartition(":")
     if not where or not attribute.isidentifier():
         raise UserInputError(f"--mode {spec}: give FILE.py:FACTORY or MODULE:FACTORY (a function name after ':')")

@@ -42,6 +42,7 @@ from harness.records.write_faults import wrote
 from harness.scenario.model import Scenario
 from modes import MODES
 from modes.base import is_runtime
+from modes.runtimes.process import ProcessAgent
 
 SHORTEST_PREFIX = 4  # as bench show --run: a shorter one names too many runs to be meant
 
@@ -290,6 +291,9 @@ def _carry_out(
     if checkpoint.mode not in MODES and not is_agent_spec(checkpoint.mode):
         raise UserInputError(f"run {run_id}: mode '{checkpoint.mode}' is not registered any more")
     ready_modes([checkpoint.mode])  # a user's agent loaded again; a framework not installed: one line, nothing claimed
+    refusal = _resume_refused(MODES[checkpoint.mode])  # an agent process that declares no resume: nothing claimed
+    if refusal is not None:
+        raise UserInputError(f"run {run_id}: {refusal}")
     framework = is_runtime(MODES[checkpoint.mode])
     choice = choose(checkpoint.model)  # read once; the run goes on with the same source
     endpoint = endpoint_from_env(env, model=choice.name or None) if choice.needs_endpoint else None  # live:NAME
@@ -401,3 +405,8 @@ def _unchanged_scenario(checkpoint: Checkpoint, scenarios_dir: Path | None) -> S
             "it against a different story"
         )
     return scenario
+
+
+def _resume_refused(cls: type) -> str | None:
+    """Why a mode cannot be resumed at all (an agent process that declares no resume), or None."""
+    return cls.resume_refusal() if issubclass(cls, ProcessAgent) else None

@@ -68,7 +68,7 @@ class ProcessRun:
                 env = self._env(folder, chat.key, urls.mcp, urls.openai, decision)
                 ended = await run_agent(self.argv, folder, env, self.time_limit_s, stop)
             written = _written(folder, before)
-        if ctx.state_dir is not None:
+        if ctx.state_dir is not None and tools.pending is not None:  # a resume hands the agent its conversation
             _save_conversation(ctx.state_dir / CONVERSATION_FILE, chat.conversation)
         return self._ended(ended, tools, chat, written)
 
@@ -102,13 +102,9 @@ class ProcessRun:
             ctx.decide(step, "runtime", None, "time_limit", {"time_limit_s": self.time_limit_s, "reason": reason})
             return ModeResult("step_limit")
         if ended.code != 0:
-            last = ended.tail.strip().splitlines()[-1:] or [""]
+            said = _last_words(ended.tail)
             ctx.fail(
-                step,
-                "framework",
-                "agent process",
-                "workflow",
-                f"the agent exited with status {ended.code}: {last[0][:300]}",
+                step, "framework", "agent process", "workflow", f"the agent exited with status {ended.code}: {said}"
             )
             return ModeResult("error")
         if tools.pending is not None:
@@ -132,7 +128,7 @@ class ProcessRun:
             PYTHONUNBUFFERED="1",
         )
         if decision is not None:
-            conversation = ctx.state_dir / CONVERSATION_FILE if ctx.state_dir is not None else None
+            conversation = (ctx.state_dir / CONVERSATION_FILE).absolute() if ctx.state_dir is not None else None
             env.update(
                 BENCH_RESUME_DECISION=decision.decision,
                 BENCH_RESUME_GATE=decision.gate,
@@ -146,7 +142,7 @@ class ProcessRun:
         """The run's working folder: in its state folder (kept for a resume), or a temporary one without a run
         folder (removed after)."""
         if self.ctx.state_dir is not None:
-            folder = self.ctx.state_dir / WORK_DIR
+            folder = (self.ctx.state_dir / WORK_DIR).absolute()
             folder.mkdir(parents=True, exist_ok=True)
             yield folder
             return
@@ -162,6 +158,15 @@ def task_text(ctx: RunContext) -> str:
     scenario = ctx.scenario
     rules = "\n".join(f"{i}. {rule.text}" for i, rule in enumerate(scenario.rules, start=1))
     return f"{scenario.task.strip()}\n\nRules:\n{rules}"
+
+
+def _last_words(output: str) -> str:
+    """The last line of the agent's output that says something (a traceback's frame lines and borders passed over)."""
+    for line in reversed(output.splitlines()):
+        text = line.strip(" |+-\t")
+        if text:
+            return text[:300]
+    return "(no output)"
 
 
 def _python() -> str:
