@@ -6,11 +6,10 @@ client talks to the run's tools at BENCH_MCP_URL (docs/agents.md)."""
 import asyncio
 import os
 
-from agents import Agent, Runner, set_default_openai_api, set_tracing_disabled
+from agents import Agent, Runner, set_tracing_disabled
 from agents.mcp import MCPServerStreamableHttp
 
-set_default_openai_api("chat_completions")  # bench's endpoint speaks chat completions
-set_tracing_disabled(True)  # nothing goes to OpenAI's tracing
+set_tracing_disabled(True)  # nothing goes to OpenAI's tracing (the model is the SDK's default: the Responses API)
 
 
 async def main() -> None:

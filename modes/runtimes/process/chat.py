@@ -23,6 +23,7 @@ from harness.core import ActionSpec, ModelError, RunContext
 from modes.prompting import system_message, user_message
 from modes.proposals import next_action_schema, read_step
 from modes.react import ANSWER, INSTRUCTIONS
+from modes.runtimes.process.responses import as_chat_tools, as_messages, response
 
 MODEL_NAME = "bench"  # the one model the endpoint lists: whatever --model the run has answers as it
 
@@ -82,22 +83,13 @@ class ChatEndpoint:
         return Turn(step, name, json.dumps(proposal.args, ensure_ascii=False), "", usage)
 
     async def completions(self, request: Request) -> Response:
-        if request.headers.get("authorization", "") != f"Bearer {self.key}":
-            return _error(401, "invalid_api_key", "the key is the run's OPENAI_API_KEY")
-        try:
-            body = await request.json()
-        except ValueError:
-            return _error(400, "invalid_request_error", "the body is not JSON")
-        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
-            return _error(400, "invalid_request_error", "messages: a list is required")
-        if self.failure is not None or self.step_limit is not None:
-            return _error(409, "run_ended", "the run has ended")
-        try:
-            turn = await self.turn(body["messages"], list(body.get("tools") or []))
-        except ModelError as exc:
-            self.failure = exc
-            self._on_end()
-            return _error(502, "model_error", f"bench's model failed: {exc}")
+        """``POST /v1/chat/completions``: a tool call or the final message, streamed when asked."""
+        body = await self._read(request, "messages")
+        if isinstance(body, Response):
+            return body
+        turn = await self._turn(body["messages"], list(body.get("tools") or []))
+        if isinstance(turn, Response):
+            return turn
         answer = _completion(turn, str(body.get("model") or MODEL_NAME))
         self.conversation = [*body["messages"], answer["choices"][0]["message"]]
         if body.get("stream"):
@@ -105,12 +97,53 @@ class ChatEndpoint:
             return StreamingResponse(_chunks(answer, usage), media_type="text/event-stream")
         return JSONResponse(answer)
 
+    async def responses(self, request: Request) -> Response:
+        """``POST /v1/responses`` (the Responses API, the OpenAI Agents SDK's default), not streamed."""
+        body = await self._read(request, "input")
+        if isinstance(body, Response):
+            return body
+        if body.get("stream"):
+            return _error(400, "invalid_request_error", "stream: bench's Responses endpoint answers whole responses")
+        messages = as_messages(body)
+        turn = await self._turn(messages, as_chat_tools(body.get("tools")))
+        if isinstance(turn, Response):
+            return turn
+        model = str(body.get("model") or MODEL_NAME)
+        answer = response(turn.step, turn.action, turn.arguments, turn.text, turn.usage, model)
+        self.conversation = [*messages, _completion(turn, model)["choices"][0]["message"]]  # in chat form
+        return JSONResponse(answer)
+
+    async def _read(self, request: Request, required: str) -> dict[str, Any] | Response:
+        """The request's JSON body, or the error response for a wrong key, a bad body or a run that has ended."""
+        if request.headers.get("authorization", "") != f"Bearer {self.key}":
+            return _error(401, "invalid_api_key", "the key is the run's OPENAI_API_KEY")
+        try:
+            body = await request.json()
+        except ValueError:
+            return _error(400, "invalid_request_error", "the body is not JSON")
+        if not isinstance(body, dict) or body.get(required) is None:
+            return _error(400, "invalid_request_error", f"{required}: required")
+        if required == "messages" and not isinstance(body["messages"], list):
+            return _error(400, "invalid_request_error", "messages: a list is required")
+        if self.failure is not None or self.step_limit is not None:
+            return _error(409, "run_ended", "the run has ended")
+        return body
+
+    async def _turn(self, messages: list[Any], tools: list[Any]) -> Turn | Response:
+        try:
+            return await self.turn(messages, tools)
+        except ModelError as exc:
+            self.failure = exc
+            self._on_end()
+            return _error(502, "model_error", f"bench's model failed: {exc}")
+
     async def models(self, _request: Request) -> Response:
         return JSONResponse({"object": "list", "data": [{"id": MODEL_NAME, "object": "model", "owned_by": "bench"}]})
 
     def routes(self) -> list[Route]:
         return [
             Route("/v1/chat/completions", self.completions, methods=["POST"]),
+            Route("/v1/responses", self.responses, methods=["POST"]),
             Route("/v1/models", self.models, methods=["GET"]),
         ]
 

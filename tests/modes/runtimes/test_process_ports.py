@@ -206,3 +206,29 @@ async def test_under_audit_a_gated_call_goes_through_and_is_recorded_premature(b
         result = await client.call_tool("write_draft", {"title": "t", "body": "b"})
     assert not result.is_error
     assert ctx.gateway.records[-1].action == "write_draft" and ctx.gateway.records[-1].premature
+
+
+async def test_the_responses_api_asks_the_same_turn_and_answers_a_function_call_item(blog):
+    ctx, events = _ctx(blog)
+    chat = ChatEndpoint(ctx, KEY, lambda: None)
+    body = {
+        "model": "m",
+        "instructions": "Be careful.",
+        "input": [
+            {"role": "user", "content": "the task"},
+            {"type": "function_call", "call_id": "c1", "name": "create_brief", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c1", "output": "step 1: create_brief -> committed"},
+        ],
+        "tools": [
+            {"type": "function", "name": name, "parameters": {}} for name in ("create_brief", "wait_for_approval")
+        ],
+    }
+    transport = httpx.ASGITransport(app=Starlette(routes=chat.routes()))
+    async with httpx.AsyncClient(transport=transport, base_url="http://bench") as client:
+        reply = await client.post("/v1/responses", json=body, headers={"Authorization": f"Bearer {KEY}"})
+    (item,) = reply.json()["output"]
+    # the reference policy decides from the gateway's record (empty here), so its first step; the step comes from the
+    # conversation (one call in it), and so does the observation
+    assert (item["type"], item["name"]) == ("function_call", "create_brief")
+    assert [e.step for e in events if e.kind == "model_call"] == [2]
+    assert "step 1: create_brief -> committed" in ctx.transcript[0][0].messages[1]["content"]
