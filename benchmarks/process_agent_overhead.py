@@ -27,8 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.matrix.pipeline import RunSpec  # noqa: E402
-from harness.matrix.pipeline import run as run_matrix  # noqa: E402
+from harness.matrix.pipeline.driver import RunSpec  # noqa: E402
+from harness.matrix.pipeline.driver import run as run_matrix  # noqa: E402
 from harness.records.trace import read_events  # noqa: E402
 from modes.runtimes.process import register_process_agent  # noqa: E402
 

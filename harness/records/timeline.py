@@ -350,6 +350,9 @@ def ending(outcome: dict[str, Any], events: Sequence[LooseEvent] = (), schema_ve
         facts.append(("decisions", f"{_count(outcome.get('resumes'))} at gates"))
     if _count(outcome.get("repeated_side_effects")):
         facts.append(("repeated", f"{_count(outcome.get('repeated_side_effects'))} side effects committed twice"))
+    written = _files_written(events)
+    if written is not None:  # an agent process: what it wrote in its working folder, which the gateway cannot see
+        facts.append(("files written", written))
     violations = outcome.get("violations")
     listed = tuple(str(v) for v in violations) if isinstance(violations, list) else ()
     stop_correct, oracle = outcome.get("stop_correct"), outcome.get("oracle_passed")
@@ -364,6 +367,19 @@ def ending(outcome: dict[str, Any], events: Sequence[LooseEvent] = (), schema_ve
         facts=tuple(facts),
         because=_because(outcome, listed, events),
     )
+
+
+def _files_written(events: Sequence[LooseEvent]) -> str | None:
+    """The files an agent process wrote in its working folder, over each time it ran (its ``agent_exited`` events);
+    None for a run that is no agent process."""
+    ended = [e.detail or {} for e in events if e.kind == "decision" and e.result == "agent_exited"]
+    if not ended:
+        return None
+    names = list(dict.fromkeys(str(name) for detail in ended for name in detail.get("files_written") or []))
+    more = sum(_count(detail.get("files_not_listed")) for detail in ended)
+    if not names:
+        return "none in its working folder"
+    return ", ".join(names) + (f" and {more} more" if more else "")
 
 
 EITHER = "that an enforcing gateway refuses or the story's oracle forbids"  # where the events cannot tell which

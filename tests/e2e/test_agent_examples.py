@@ -9,7 +9,7 @@ from collections import defaultdict
 
 import pytest
 
-from harness.matrix.pipeline import RunSpec, run
+from harness.matrix.pipeline.driver import RunSpec, run
 from harness.records.trace import read_events
 from modes.runtimes.process import register_process_agent
 from tests.helpers.agent_examples import langgraph_agent, python_agent, typescript_agent

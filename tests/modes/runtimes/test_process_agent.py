@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.core import UserInputError
+from harness.records.timeline import LooseEvent, ending
 from modes import MODES
 from modes.runtimes.process.mode import register_process_agent
 from tests.helpers.adapter_runs import adapter_ctx, carried, judged
@@ -79,6 +80,9 @@ def test_a_hanging_agent_is_stopped_at_the_time_limit_with_the_processes_it_star
     assert detail["timed_out"] and detail["files_written"] == ["notes.txt"]  # what it wrote in its folder, named
     child = int(pid_file.read_text())
     assert not _alive(child), "the agent's child outlived its run"
+    loose = [LooseEvent.model_validate(e.model_dump()) for e in events]
+    facts = dict(ending(outcome.model_dump(), loose).facts)  # what bench show's ending says
+    assert facts["files written"] == "notes.txt"
 
 
 def test_an_agent_that_floods_its_output_is_read_to_the_end_and_keeps_only_the_tail(blog):
