@@ -13,6 +13,7 @@ from harness.matrix.pipeline.driver import RunSpec, run
 from harness.records.trace import read_events
 from modes.runtimes.process import register_process_agent
 from tests.helpers.agent_examples import langgraph_agent, python_agent, typescript_agent
+from tests.helpers.bench import bench_process
 
 pytestmark = pytest.mark.agent_examples
 
@@ -61,3 +62,20 @@ def _table(verdicts: dict[tuple[str, str, str, str], str], labels: list[str]) ->
     widths = [max(len(str(row[i])) for row in [head, *rows]) for i in range(len(head))]
     return "\n".join("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=True))
                      for row in [head, *rows])  # fmt: skip
+
+
+@pytest.mark.local_model
+def test_the_typescript_agent_on_the_bundled_model_is_recorded_and_its_recording_replays(tmp_path):
+    spec = f"agent:{typescript_agent()}"
+    folder = tmp_path / "local"
+    ran = bench_process(
+        "run", "--mode", spec, "--scenario", "blog_brief_approval", "--model", "local", "--out", str(folder),
+        timeout=900,
+    )  # fmt: skip
+    assert ran.returncode in (0, 1), ran.stderr  # 1: a run judged wrong; never a usage error
+    events = list(read_events(folder / "traces.jsonl"))
+    calls = [e for e in events if e.kind == "model_call"]
+    assert calls and sum((e.usage.total_tokens if e.usage else 0) for e in calls) > 0  # tokens counted on bench's side
+    assert (folder / "recording.jsonl").is_file()
+    replayed = bench_process("replay", str(folder), "--out", str(tmp_path / "replayed"), timeout=600)
+    assert replayed.returncode == 0, replayed.stdout[-2000:] + replayed.stderr[-2000:]

@@ -49,11 +49,6 @@ def test_the_plain_loop_example_asks_for_approval_and_the_run_suspends_at_the_ga
     assert _exited(events)["exit_code"] == 0
 
 
-def test_the_plain_loop_example_under_audit_with_an_eager_model_commits_the_gated_write_early(blog):
-    outcome, _ = _run(blog, f"{sys.executable} {PLAIN_LOOP}", answers="eager", gateway="audit")
-    assert outcome.premature_side_effects > 0 and outcome.stop_verdict == "late"
-
-
 def test_a_command_that_is_not_there_is_refused_in_one_line():
     with pytest.raises(UserInputError, match="'no-such-agent-program' is not a program bench can run"):
         register_process_agent("agent:no-such-agent-program --x", "no-such-agent-program --x")
