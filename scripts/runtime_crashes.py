@@ -33,11 +33,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from modes import MODES  # noqa: E402
+from modes import MODES, select_modes  # noqa: E402
 from modes.runtimes.base import RuntimeMode  # noqa: E402
 from tests.helpers.runtime_crash_sweep import BOUNDARIES, MODEL, ForkDriver, KillPoint, Sweep  # noqa: E402
 
-ADAPTERS = ("langgraph_react", "langgraph_workflow", "openai_agents", "pydantic_ai")
+# Every adapter that names what its sweep imports ahead (RuntimeMode.crash_sweep_modules), in control-spectrum order.
+ADAPTERS = tuple(name for name in select_modes(["runtimes"]) if getattr(MODES[name], "crash_sweep_modules", ()))
 BASELINE = "workflow"  # bench's own workflow mode: resumed by replaying its code, not by a framework
 STORIES = ("blog_brief_approval", "blog_two_gates")
 COLUMNS = (

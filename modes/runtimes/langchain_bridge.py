@@ -32,6 +32,7 @@ from pydantic import PrivateAttr
 from harness.core import DONE, ActionSpec, RunContext, audit_hash
 from modes.prompting import decision_line, observation_line, user_message
 from modes.proposals import next_action_schema, read_step
+from modes.runtimes.base import StepLimitReached
 from modes.runtimes.langgraph_base import decision_of, gate_closed
 from modes.runtimes.langgraph_calls import CallBook
 from modes.runtimes.langgraph_driver import ask_approval
@@ -70,18 +71,6 @@ class Escaped(Exception):
     def __init__(self, inner: BaseException):
         super().__init__(f"{type(inner).__name__} inside the chat model")
         self.inner = inner
-
-
-class StepsSpent(Exception):
-    """The model proposed an action after the run's ``max_steps`` tool calls: the graph stops, nothing is called.
-
-    A finish is control, not a step: it is taken even then. Raised by the model, so the budget holds in any graph
-    built around it (a user's own too).
-    """
-
-    def __init__(self, step: int, proposed: str):
-        super().__init__(f"step {step}: '{proposed}' proposed after the last step")
-        self.step, self.proposed = step, proposed
 
 
 class BenchChatModel(BaseChatModel):
@@ -175,7 +164,7 @@ class BenchChatModel(BaseChatModel):
         if proposal.action == finish.name:
             message = AIMessage(content=reply.text)
         elif taken >= self._ctx.limits.max_steps:
-            raise StepsSpent(step, proposal.action)
+            raise StepLimitReached(step, proposal.action)
         else:
             args = proposal.args if isinstance(proposal.args, dict) else {NOT_AN_OBJECT: proposal.args}
             call = {"name": proposal.action, "args": args, "id": f"call_{step}", "type": "tool_call"}

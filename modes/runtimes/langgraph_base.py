@@ -1,25 +1,21 @@
 """What the LangGraph adapters share before LangGraph is imported: the extra, the versions, telemetry off, and what an
 approval ``interrupt()`` asks and is answered.
 
-This module imports no framework code, so both modes register without the extra; ``load`` is what they call at the
-top of ``run`` and ``resume``, before their LangGraph-bound code is imported.
+This module imports no framework code, so both modes register without the extra; ``RuntimeMode.run`` and ``resume``
+check the extra and turn telemetry off before their LangGraph-bound code is imported (in ``drive``).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Collection
 from typing import ClassVar, Literal, NotRequired, TypedDict
 
-from harness.core import HumanDecision, RunContext, UserInputError
+from harness.core import HumanDecision, RunContext
 from modes.runtimes.base import RuntimeMode
 
 # When LangGraph writes a checkpoint: "async" (its default: while the next step runs), "sync" (before the next step
 # starts) or "exit" (only when the graph stops).
 Durability = Literal["sync", "async", "exit"]
-# LangChain sends traces to LangSmith when these say so; bench's runs never leave the machine. (The runner sets them
-# too, harness/matrix/cell/frameworks.py; a mode cannot import it, and may run without the runner: a test, the API.)
-TELEMETRY_OFF = {"LANGCHAIN_TRACING_V2": "false", "LANGSMITH_TRACING": "false", "LANGSMITH_TRACING_V2": "false"}
 
 
 class LangGraphMode(RuntimeMode):
@@ -28,18 +24,16 @@ class LangGraphMode(RuntimeMode):
     framework = "langgraph"
     extra = "langgraph"
     distributions = ("langgraph", "langgraph-checkpoint-sqlite", "langchain-core")
+    # LangChain sends traces to LangSmith when these say so; bench's runs never leave the machine.
+    telemetry_off = (
+        ("LANGCHAIN_TRACING_V2", "false"),
+        ("LANGSMITH_TRACING", "false"),
+        ("LANGSMITH_TRACING_V2", "false"),
+    )
     # When LangGraph writes its checkpoints (``Durability``; LangGraph's default). What a crash between a tool's
     # commit and the next checkpoint repeats depends on it.
     durability: ClassVar[Durability] = "async"
     PARAMETERS = ("durability",)
-
-    def load(self) -> None:
-        """Refuses the run in one line naming the extra when LangGraph is missing; turns LangSmith off before any
-        LangChain import."""
-        problem = self.missing()
-        if problem is not None:
-            raise UserInputError(problem)
-        os.environ.update(TELEMETRY_OFF)
 
 
 class GateRequest(TypedDict):

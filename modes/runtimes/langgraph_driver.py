@@ -23,8 +23,9 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.pregel import Pregel
 from langgraph.types import Command, Interrupt, interrupt
 
-from harness.core import HumanDecision, RunContext, UserInputError, audit_hash, crash_point
+from harness.core import ActionRecord, HumanDecision, RunContext, UserInputError, audit_hash, crash_point
 from modes.prompting import observation_line
+from modes.runtimes.base import stop_for_approval
 from modes.runtimes.langgraph_base import Durability, GateAnswer, GateRequest
 from modes.runtimes.langgraph_calls import CallBook, unanswered_calls
 from modes.runtimes.langgraph_reviews import AnswerFunction, Review, Verdict, read, reply
@@ -176,15 +177,14 @@ class GraphRun:
             return Verdict(False, decided.note, decided.who, gate, review.action)
         spec = ctx.scenario.action_map.get(review.action or "")
         asked = review.action if spec is not None and spec.kind == "task" else None
-        record = ctx.request_approval(gate, step=step, for_action=asked)
-        if record.status != "wait_recorded":  # nobody can be asked: the call hears why, the run goes on
-            detail = record.observation.get("detail") if isinstance(record.observation, dict) else None
-            why = f"approval request {record.status}: {detail}"
-            return Verdict(False, why, gate=gate, action=review.action, blocked=observation_line(record))
         where: dict[str, Any] = {"node": review.node} if review.node else {"proposed": review.action}
         if review.call is not None and review.step is None:  # an agent's own payload: what the approval binds to
             where |= {"call": review.call, "digest": review.digest}
-        decision = ctx.suspend(step, "framework", gate, where)
+        decision = stop_for_approval(ctx, gate, step=step, detail=where, action=asked)
+        if isinstance(decision, ActionRecord):  # nobody can be asked: the call hears why, the run goes on
+            detail = decision.observation.get("detail") if isinstance(decision.observation, dict) else None
+            why = f"approval request {decision.status}: {detail}"
+            return Verdict(False, why, gate=gate, action=review.action, blocked=observation_line(decision))
         if decision.decision == "revise":
             return Verdict(False, decision.note, decision.who, gate, review.action)
         return self._approved(review, Verdict(True, decision.note, decision.who, gate, review.action))

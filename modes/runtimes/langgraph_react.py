@@ -6,7 +6,8 @@ message list, the model node, ``ToolNode`` and ``tools_condition``. bench's mode
 (``langchain_bridge.BenchChatModel``), each tool is a scenario action through the gateway, and a tool whose gate is
 closed calls ``interrupt()`` before its body runs, so LangGraph stops there until someone decides. The model node
 saves which gates were open when the model chose its calls: a tool LangGraph runs again after a resume decides from
-that, reaches the same ``interrupt()`` and gets the decision. The model itself keeps the step budget (``StepsSpent``).
+that, reaches the same ``interrupt()`` and gets the decision. The model itself keeps the step budget
+(``StepLimitReached``).
 
 A user's own graph (``--mode FILE.py:FACTORY``, docs/runtimes.md) runs here in place of the built one: the factory
 gets the same tools and model and returns a ``StateGraph`` over ``messages``, compiled with the run's checkpointer.
@@ -20,6 +21,7 @@ from harness.core import HumanDecision, ModeResult, RunContext, UserInputError
 from modes.base import mode
 from modes.prompting import system_message
 from modes.react import ANSWER, INSTRUCTIONS
+from modes.runtimes.base import StepLimitReached
 from modes.runtimes.langgraph_base import LangGraphMode, open_gates
 
 if TYPE_CHECKING:
@@ -50,12 +52,9 @@ class LangGraphReAct(LangGraphMode):
         "run's checkpointer); tools: the scenario's actions as LangChain tools, model: a LangChain chat model"
     )
 
-    async def run(self, ctx: RunContext) -> ModeResult:
-        self.load()
-        return await run_agent(ctx, self, None)
+    crash_sweep_modules = ("langgraph.prebuilt", "langgraph.checkpoint.sqlite.aio", "modes.runtimes.langchain_bridge")
 
-    async def resume(self, ctx: RunContext, decision: HumanDecision) -> ModeResult:
-        self.load()
+    async def drive(self, ctx: RunContext, decision: HumanDecision | None) -> ModeResult:
         return await run_agent(ctx, self, decision)
 
 
@@ -68,7 +67,6 @@ async def run_agent(ctx: RunContext, agent: LangGraphReAct, decision: HumanDecis
         QUESTION,
         BenchChatModel,
         Escaped,
-        StepsSpent,
         gateway_tools,
         tool_calls_in,
     )
@@ -97,9 +95,8 @@ async def run_agent(ctx: RunContext, agent: LangGraphReAct, decision: HumanDecis
                 state = await run.start({"messages": messages, "open_gates": open_gates(ctx)})
     except Escaped as escaped:
         raise escaped.inner from None
-    except StepsSpent as spent:
-        ctx.decide(spent.step, "framework", spent.proposed, "step_limit", {"max_steps": ctx.limits.max_steps})
-        return ModeResult("step_limit")
+    except StepLimitReached as spent:
+        return spent.end(ctx)
     except GraphRecursionError:
         ctx.decide(ctx.limits.max_steps + 1, "framework", None, "step_limit", {"recursion_limit": limit})
         return ModeResult("step_limit")

@@ -44,12 +44,9 @@ class LangGraphWorkflow(LangGraphMode):
     spectrum = 11  # runtime adapters come after bench's ten, the most controlled first
     hard_gate = True  # an approval node whose gate is closed interrupts before the walk goes on
 
-    async def run(self, ctx: RunContext) -> ModeResult:
-        self.load()
-        return await run_workflow(ctx, self.durability, None)
+    crash_sweep_modules = ("langgraph.graph", "langgraph.checkpoint.sqlite.aio", "modes.runtimes.langgraph_driver")
 
-    async def resume(self, ctx: RunContext, decision: HumanDecision) -> ModeResult:
-        self.load()
+    async def drive(self, ctx: RunContext, decision: HumanDecision | None) -> ModeResult:
         return await run_workflow(ctx, self.durability, decision)
 
 

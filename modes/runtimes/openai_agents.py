@@ -11,15 +11,10 @@ runs again on resume reaches the gateway again under the same step and is counte
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from harness.core import HumanDecision, ModeResult, RunContext, UserInputError
+from harness.core import HumanDecision, ModeResult, RunContext
 from modes.base import mode
 from modes.react import INSTRUCTIONS
 from modes.runtimes.base import RuntimeMode
-
-if TYPE_CHECKING:
-    from modes.runtimes.openai_agents_sdk import AgentsRun
 
 
 @mode("openai_agents")
@@ -39,18 +34,11 @@ class OpenAIAgents(RuntimeMode):
         "build(tools, model) -> an Agents SDK Agent; tools: the scenario's actions as FunctionTools (a gated one "
         "needs_approval while its gate is closed), model: an SDK Model answered by bench's model"
     )
+    telemetry_off = (("OPENAI_AGENTS_DISABLE_TRACING", "1"),)  # no traces exported to OpenAI
+    crash_sweep_modules = ("modes.runtimes.openai_agents_sdk",)
 
-    async def run(self, ctx: RunContext) -> ModeResult:
-        return await self._adapter(ctx).run()
+    async def drive(self, ctx: RunContext, decision: HumanDecision | None) -> ModeResult:
+        from modes.runtimes.openai_agents_sdk import AgentsRun  # the SDK-bound half, imported only now
 
-    async def resume(self, ctx: RunContext, decision: HumanDecision) -> ModeResult:
-        return await self._adapter(ctx).resume(decision)
-
-    def _adapter(self, ctx: RunContext) -> AgentsRun:
-        """The SDK-bound half of the mode, imported only now: without the extra, one line naming it."""
-        problem = self.missing()
-        if problem is not None:
-            raise UserInputError(problem)
-        from modes.runtimes.openai_agents_sdk import AgentsRun
-
-        return AgentsRun(ctx, INSTRUCTIONS, type(self).agent_factory)
+        adapter = AgentsRun(ctx, INSTRUCTIONS, type(self).agent_factory)
+        return await (adapter.run() if decision is None else adapter.resume(decision))

@@ -22,25 +22,17 @@ from agents.models.interface import Model, ModelTracing
 from agents.tool_context import ToolContext
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
 
-from harness.core import ActionSpec, HumanDecision, ModeResult, RunContext, UserInputError, crash_point
+from harness.core import ActionRecord, ActionSpec, HumanDecision, ModeResult, RunContext, UserInputError, crash_point
 from modes.prompting import decision_line, observation_line, system_message, user_message
 from modes.proposals import next_action_schema, read_step
 from modes.react import ANSWER, step_limit
+from modes.runtimes.base import StepLimitReached, stop_for_approval
 
 agents.set_tracing_disabled(True)  # takes precedence over OPENAI_AGENTS_DISABLE_TRACING, which bench sets too
 
 STATE_FILE = "agents_run_state.json"  # the serialised RunState of a run waiting for an approval (its first stop)
 AGENT_NAME = "bench_agent"  # one agent per run: RunState.from_string finds it again by this name
 CALL_PREFIX = "bench_call_"  # a tool call's id is this and its ordinal in the run's conversation
-
-
-class StepLimitReached(Exception):
-    """The model proposed an action after ``ctx.limits.max_steps`` were spent: the run ends at its step limit, and
-    the proposal is not carried out (a finish still is: it is control, not a step)."""
-
-    def __init__(self, step: int, proposed: str):
-        super().__init__(f"step {step}: {proposed} after the last step")
-        self.step, self.proposed = step, proposed
 
 
 def call_id(step: int) -> str:
@@ -267,16 +259,24 @@ class AgentsRun:
         if ctx.approved(gate):  # an agent's own needs_approval where the gate is open already: approved
             state.approve(item)
             return
-        if spec.kind == "wait":
-            record = ctx.act(spec.name, _arguments(_raw_arguments(item)), allowed=self.tools.offered, step=step)
-        else:
-            record = ctx.request_approval(gate, step=step, for_action=spec.name)
-        if record.status != "wait_recorded":
-            ctx.decide(step, "framework", spec.name, "refused", {"guard": "gate_closed", "reason": record.reason})
-            state.reject(item, rejection_message=observation_line(record))
+        waited = (
+            ctx.act(spec.name, _arguments(_raw_arguments(item)), allowed=self.tools.offered, step=step)
+            if spec.kind == "wait"
+            else None
+        )
+        decision = stop_for_approval(
+            ctx,
+            gate,
+            step=step,
+            detail={"tool": spec.name, "call_id": call},
+            action=spec.name,
+            wait=waited,
+            save=lambda: save_state(state, ctx.state_dir, len(ctx.gateway.decisions)),
+        )
+        if isinstance(decision, ActionRecord):
+            ctx.decide(step, "framework", spec.name, "refused", {"guard": "gate_closed", "reason": decision.reason})
+            state.reject(item, rejection_message=observation_line(decision))
             return
-        save_state(state, ctx.state_dir, len(ctx.gateway.decisions))
-        decision = ctx.suspend(step, "framework", gate, {"tool": spec.name, "call_id": call})
         self._carry_out(state, item, decision)
 
     def _carry_out(self, state: RunState[Any, Any], item: ToolApprovalItem, decision: HumanDecision) -> None:

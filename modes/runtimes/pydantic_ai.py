@@ -12,7 +12,7 @@ under the same step and is counted (``repeated_side_effects``).
 
 from __future__ import annotations
 
-from harness.core import HumanDecision, ModeResult, RunContext, UserInputError
+from harness.core import HumanDecision, ModeResult, RunContext
 from modes.base import mode
 from modes.runtimes.base import RuntimeMode
 
@@ -36,21 +36,13 @@ class PydanticAI(RuntimeMode):
         "a gated call requires approval while its gate is closed, so the output types need DeferredToolRequests), "
         "model: a FunctionModel answered by bench's model"
     )
+    # PydanticAI sends nothing unless logfire is installed and configured (bench never does); its first-run banner on
+    # a terminal is turned off.
+    telemetry_off = (("PYDANTIC_AI_NO_BANNER", "1"),)
+    crash_sweep_modules = ("modes.runtimes.pydantic_ai_agent",)
 
-    async def run(self, ctx: RunContext) -> ModeResult:
-        self._require()
-        from modes.runtimes.pydantic_ai_agent import start
+    async def drive(self, ctx: RunContext, decision: HumanDecision | None) -> ModeResult:
+        from modes.runtimes.pydantic_ai_agent import resume, start  # the framework-bound half, imported only now
 
-        return await start(ctx, type(self).agent_factory)
-
-    async def resume(self, ctx: RunContext, decision: HumanDecision) -> ModeResult:
-        self._require()
-        from modes.runtimes.pydantic_ai_agent import resume
-
-        return await resume(ctx, decision, type(self).agent_factory)
-
-    def _require(self) -> None:
-        """Without the extra: one line naming it (the framework is imported only past this point)."""
-        problem = self.missing()
-        if problem is not None:
-            raise UserInputError(problem)
+        factory = type(self).agent_factory
+        return await (start(ctx, factory) if decision is None else resume(ctx, decision, factory))

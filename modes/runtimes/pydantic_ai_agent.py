@@ -47,6 +47,7 @@ from pydantic_ai.usage import RequestUsage
 from pydantic_core import SchemaValidator, core_schema
 
 from harness.core import (
+    ActionRecord,
     ActionSpec,
     HumanDecision,
     ModelError,
@@ -58,18 +59,10 @@ from harness.core import (
 from modes.prompting import decision_line, observation_line, system_message, user_message
 from modes.proposals import next_action_schema, read_step
 from modes.react import ANSWER, INSTRUCTIONS  # the same request as ReAct's: only the loop around it differs
+from modes.runtimes.base import StepLimitReached, stop_for_approval
 
 STATE_FILE = "pydantic_ai_state.json"  # in ctx.state_dir: the message history and the approvals it waits for
 STATE_FORMAT = 1
-
-
-class StepLimitReached(Exception):
-    """The model proposed an action after the run's ``max_steps`` tool calls: nothing is called, the run ends at its
-    step limit (raised by the model port, through the agent run; a finish is control, not a step, taken even then)."""
-
-    def __init__(self, step: int, proposed: str):
-        super().__init__(f"step {step}: {proposed} after the step limit")
-        self.step, self.proposed = step, proposed
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,8 +123,7 @@ async def drive(
                 deferred_tool_results=results,
             )
         except StepLimitReached as spent:
-            ctx.decide(spent.step, "framework", spent.proposed, "step_limit", {"max_steps": ctx.limits.max_steps})
-            return ModeResult("step_limit")
+            return spent.end(ctx)
         except UnexpectedModelBehavior as exc:  # PydanticAI gave up on the model's answers (its retries are spent)
             raise ModelError("schema", f"PydanticAI: {exc}") from exc
         history = run.all_messages()
@@ -163,11 +155,12 @@ async def settle(
     gate = spec.gate
     pending = PendingApproval(call.tool_call_id, call.tool_name, gate, steps[call.tool_call_id])
     ctx.decide(pending.step, "framework", call.tool_name, "approval_required", {"gate": gate, "id": call.tool_call_id})
-    save_state(ctx, history, (pending,))
-    record = ctx.request_approval(gate, step=pending.step, for_action=call.tool_name)
-    if record.status != "wait_recorded":
-        return DeferredToolResults(approvals={call.tool_call_id: deny(ctx, pending, observation_line(record))})
-    decision = ctx.suspend(pending.step, "framework", gate, {"tool": call.tool_name, "id": call.tool_call_id})
+    save_state(ctx, history, (pending,))  # saved before the gateway is asked
+    decision = stop_for_approval(
+        ctx, gate, step=pending.step, detail={"tool": call.tool_name, "id": call.tool_call_id}, action=call.tool_name
+    )
+    if isinstance(decision, ActionRecord):
+        return DeferredToolResults(approvals={call.tool_call_id: deny(ctx, pending, observation_line(decision))})
     return answer(ctx, (pending,), decision)
 
 

@@ -8,10 +8,10 @@ import sys
 
 import pytest
 
-from harness.matrix.cell.custom_mode import load_agent
 from harness.records.checkpoint import CheckpointStore
 from harness.records.trace import read_events
 from modes import MODES
+from modes.runtimes.own_agent import load_agent
 from tests.helpers.bench import ROOT, bench_main, bench_process, without_time
 
 EXAMPLE = ROOT / "examples" / "my_langgraph_agent.py"

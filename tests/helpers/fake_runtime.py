@@ -41,11 +41,10 @@ class FakeRuntime(RuntimeMode):
     extra = "fake-runtime"
     distributions = ("pytest",)
 
-    async def run(self, ctx: RunContext) -> ModeResult:
-        _count(ctx, "run")
-        return await self._loop(ctx, 1, [])
-
-    async def resume(self, ctx: RunContext, decision: HumanDecision) -> ModeResult:
+    async def drive(self, ctx: RunContext, decision: HumanDecision | None) -> ModeResult:
+        if decision is None:
+            _count(ctx, "run")
+            return await self._loop(ctx, 1, [])
         assert ctx.state_dir is not None
         state = json.loads((ctx.state_dir / STATE).read_text(encoding="utf-8"))
         gateway = ctx.gateway

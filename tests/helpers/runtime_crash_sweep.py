@@ -451,21 +451,15 @@ class Sweep:
 # ------------------------------------------------------------------------------------------------ the warm driver
 
 
-# What each mode's forked command would otherwise import itself: its framework and the adapter's framework-bound half.
-WARM: dict[str, tuple[str, ...]] = {
-    "langgraph_react": ("langgraph.prebuilt", "langgraph.checkpoint.sqlite.aio", "modes.runtimes.langchain_bridge"),
-    "langgraph_workflow": ("langgraph.graph", "langgraph.checkpoint.sqlite.aio", "modes.runtimes.langgraph_driver"),
-    "openai_agents": ("modes.runtimes.openai_agents_sdk",),
-    "pydantic_ai": ("modes.runtimes.pydantic_ai_agent",),
-}
-
-
 def warm(modes: Iterable[str]) -> None:
-    """Imports what the modes' commands need, so a forked command starts warm. (No framework starts a thread on
+    """Imports what the modes' commands would otherwise import themselves (each adapter's ``crash_sweep_modules``:
+    its framework and its framework-bound half), so a forked command starts warm. (No framework starts a thread on
     import: forking stays safe.)"""
     import importlib
 
-    for name in (module for mode in modes for module in WARM.get(mode, ())):
+    from modes import MODES
+
+    for name in (module for mode in modes for module in getattr(MODES.get(mode), "crash_sweep_modules", ())):
         with contextlib.suppress(ImportError):  # not installed: its adapter is refused in one line, as in any run
             importlib.import_module(name)
 

@@ -20,7 +20,6 @@ from harness.core.outcome import ModeResult, judge
 from harness.core.signals import RunInterrupted, StopRequest
 from harness.core.store import VirtualStore
 from harness.errors import ModelError, ResumeMismatch, WriteFailed
-from harness.matrix.cell.frameworks import quiet_frameworks
 from harness.matrix.cell.restore import CachedModel, ResumeGatekeeper, store_snapshot
 from harness.matrix.cell.runtime_resume import rebuilt_gateway, restore_trace, resume_framework, runtime_state
 from harness.matrix.cell.units import Cell, UnitLines, UnitSink, unit_id
@@ -38,7 +37,7 @@ from harness.records.folder import RUNTIME_DIR
 from harness.records.trace import ErrorInfo, RunOutcome, TraceEvent
 from harness.scenario.model import Scenario
 from modes import Mode, get_mode
-from modes.runtimes.base import RuntimeMode
+from modes.runtimes.base import RuntimeMode, quiet_frameworks
 
 
 @dataclass(frozen=True)

@@ -1,32 +1,35 @@
-"""What bench does around the modes a real agent framework runs (runtime adapters, docs/runtimes.md): a framework
-that is not installed refused before anything runs, the frameworks' telemetry off, and their versions for the
-manifest. A user's own agent is loaded by custom_mode.py, which builds on this module."""
+"""What bench does around the modes a real agent framework runs (runtime adapters, docs/runtimes.md): a user's own
+agent loaded (modes/runtimes/own_agent.py), a framework that is not installed refused before anything runs, the
+frameworks' telemetry off (each adapter's own switches, modes/runtimes/base.py), and their versions for the
+manifest."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 
 from harness.errors import UserInputError
-from modes import MODES
-from modes.runtimes.base import RuntimeMode
-
-# Every framework's own telemetry, off: bench runs offline and its traces are the only record of a run. Set in the
-# process's environment before a framework is imported (LangSmith and the Agents SDK read it once), whatever the
-# user's shell says. PydanticAI sends nothing unless logfire is installed and configured (bench never does); its
-# first-run banner on a terminal is turned off too.
-TELEMETRY_OFF = {
-    "LANGCHAIN_TRACING_V2": "false",  # LangChain / LangGraph: no LangSmith tracing
-    "LANGSMITH_TRACING": "false",
-    "LANGSMITH_TRACING_V2": "false",
-    "OPENAI_AGENTS_DISABLE_TRACING": "1",  # the OpenAI Agents SDK: no traces exported to OpenAI
-    "PYDANTIC_AI_NO_BANNER": "1",  # PydanticAI: no first-run banner on stderr
-}
+from harness.matrix.cell.named_agents import load_process_agent
+from modes import MODES, select_modes
+from modes.runtimes.base import RuntimeMode, quiet_frameworks
+from modes.runtimes.own_agent import is_agent_spec, load_agent
+from modes.runtimes.process import is_process_agent
 
 
-def quiet_frameworks() -> None:
-    """Turns every framework's own telemetry off in this process (``TELEMETRY_OFF``)."""
-    os.environ.update(TELEMETRY_OFF)
+def ready_modes(names: Iterable[str]) -> list[str]:
+    """``select_modes`` for a run: a user's agent (``FILE.py:FACTORY``, ``MODULE:FACTORY``, an agent process
+    ``agent:CMD``) loaded and registered first; any selected mode whose framework is not installed refused, in one
+    line naming its extra."""
+    names = list(names)
+    for name in names:
+        if name in MODES:
+            continue
+        if is_process_agent(name):  # agent:CMD, or agent:NAME from bench.toml (docs/agents.md)
+            load_process_agent(name)
+        elif is_agent_spec(name):
+            load_agent(name)
+    selected = select_modes(names)
+    refuse_missing(selected)
+    return selected
 
 
 def refuse_missing(names: Iterable[str]) -> None:

@@ -25,7 +25,7 @@ from harness.core.model_port import Model
 from harness.core.signals import RunInterrupted, StopRequest
 from harness.errors import UserInputError
 from harness.matrix.cell.cell_runner import MatrixConfig
-from harness.matrix.cell.custom_mode import is_agent_spec, ready_modes
+from harness.matrix.cell.frameworks import ready_modes
 from harness.matrix.cell.runtime_resume import lines_met
 from harness.matrix.cell.units import Cell
 from harness.matrix.commands.reconcile import CatchUp, TraceDiverged, decision_in_trace, events_past, run_events
@@ -42,6 +42,7 @@ from harness.records.write_faults import wrote
 from harness.scenario.model import Scenario
 from modes import MODES
 from modes.base import is_runtime
+from modes.runtimes.own_agent import is_agent_spec
 from modes.runtimes.process import ProcessAgent
 
 SHORTEST_PREFIX = 4  # as bench show --run: a shorter one names too many runs to be meant

@@ -18,7 +18,7 @@ from harness.choices import GatewayPolicy
 from harness.core.approvals import ApproverSpec
 from harness.core.signals import StopRequest
 from harness.matrix.cell.cell_runner import matrix_config, run_matrix
-from harness.matrix.cell.custom_mode import ready_modes
+from harness.matrix.cell.frameworks import ready_modes
 from harness.matrix.cell.units import Cell
 from harness.models.choice import ModelChoice, OpenSource, open_source
 from harness.models.config import LiveOptions

@@ -26,8 +26,7 @@ from harness.core.approvals import parse_approver
 from harness.core.signals import RunInterrupted, StopRequest
 from harness.errors import UserInputError, WriteFailed
 from harness.matrix.cell.cell_runner import MatrixConfig, cells_for, matrix_config, run_matrix
-from harness.matrix.cell.custom_mode import is_agent_spec, ready_modes
-from harness.matrix.cell.frameworks import framework_versions
+from harness.matrix.cell.frameworks import framework_versions, ready_modes
 from harness.matrix.cell.provenance import KEY_LIBRARIES, bench_commit, prompt_hash, scenario_hashes
 from harness.matrix.cell.units import Cell, UnitSink
 from harness.matrix.executors.unit_batch import UnitDone, WorkerSetup
@@ -45,6 +44,7 @@ from harness.scenario.load import load_all, select_scenarios
 from harness.scenario.model import Scenario
 from harness.version import __version__
 from modes import MODES
+from modes.runtimes.own_agent import is_agent_spec
 
 if TYPE_CHECKING:
     from harness.matrix.executors.ray_model_servers import NodeServers

@@ -43,11 +43,8 @@ class ProcessAgent(RuntimeMode):
     time_limit_s: ClassVar[float] = TIME_LIMIT_S
     PARAMETERS = ("command", "resumable", "time_limit_s")
 
-    async def run(self, ctx: RunContext) -> ModeResult:
-        return await ProcessRun(ctx, self.argv, self.time_limit_s).run()
-
-    async def resume(self, ctx: RunContext, decision: HumanDecision) -> ModeResult:
-        problem = self.resume_refusal()
+    async def drive(self, ctx: RunContext, decision: HumanDecision | None) -> ModeResult:
+        problem = self.resume_refusal() if decision is not None else None
         if problem is not None:
             raise UserInputError(problem)
         return await ProcessRun(ctx, self.argv, self.time_limit_s).run(decision)

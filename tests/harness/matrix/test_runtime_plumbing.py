@@ -21,8 +21,7 @@ from harness.core.context import RunInfo, RunTrace
 from harness.core.gateway import Gateway
 from harness.core.store import VirtualStore
 from harness.errors import UserInputError
-from harness.matrix.cell.custom_mode import ready_modes
-from harness.matrix.cell.frameworks import TELEMETRY_OFF
+from harness.matrix.cell.frameworks import ready_modes
 from harness.matrix.cell.runtime_resume import rebuilt_gateway, restore_trace
 from harness.matrix.commands.catalog import catalog
 from harness.records.checkpoint import CheckpointStore, content_digest
@@ -31,11 +30,15 @@ from harness.records.trace import read_events
 from harness.scenario.load import load_all
 from modes import MODES, select_modes
 from modes.base import is_runtime
+from modes.runtimes.base import RuntimeMode, telemetry_off
 from tests.helpers.bench import SCENARIOS, bench_main
 from tests.helpers.fake_runtime import MISSING_NAME, NAME, STATE, FakeRuntime, fake_runtimes
 from tests.helpers.registries import restored
 
 BLOG = "blog_brief_approval"
+
+
+TELEMETRY = telemetry_off()  # every registered adapter's own switches, merged
 
 
 @pytest.fixture
@@ -47,7 +50,7 @@ def fake() -> Iterator[str]:
 @pytest.fixture
 def quiet_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """The telemetry switches as an unconfigured shell has them; restored after the test."""
-    for name in TELEMETRY_OFF:
+    for name in TELEMETRY:
         monkeypatch.delenv(name, raising=False)
 
 
@@ -120,9 +123,16 @@ def test_selecting_an_adapter_turns_every_framework_s_telemetry_off(fake, quiet_
     import os
 
     ready_modes(["react"])
-    assert not any(name in os.environ for name in TELEMETRY_OFF)  # bench's own modes leave the environment alone
+    assert not any(name in os.environ for name in TELEMETRY)  # bench's own modes leave the environment alone
     ready_modes([NAME])
-    assert {name: os.environ.get(name) for name in TELEMETRY_OFF} == TELEMETRY_OFF
+    assert {name: os.environ.get(name) for name in TELEMETRY} == TELEMETRY
+
+
+def test_each_adapter_owns_its_telemetry_switches_and_the_runner_merges_them():
+    adapters = [cls for cls in MODES.values() if issubclass(cls, RuntimeMode)]
+    assert {name: value for cls in adapters for name, value in cls.telemetry_off} == TELEMETRY
+    assert dict(MODES["openai_agents"].telemetry_off) == {"OPENAI_AGENTS_DISABLE_TRACING": "1"}
+    assert {"LANGSMITH_TRACING", "OPENAI_AGENTS_DISABLE_TRACING", "PYDANTIC_AI_NO_BANNER"} <= set(TELEMETRY)
 
 
 def test_bench_list_shows_each_adapter_with_its_framework_and_whether_it_is_installed(fake):

@@ -6,6 +6,9 @@ types, and runs the agent it returns on every scenario like any mode, under the 
 (``RuntimeMode.own_agent`` says what each one gives and expects). Which framework: ``FRAMEWORK = "langgraph"`` in the
 file (or a ``framework`` attribute on the factory), else the one framework the file imports. The mode's name, in
 traces and in ``bench resume``, is the value given to ``--mode``; a relative path is read from the current folder.
+
+It lives beside the adapters it picks from and imports, like every mode, only ``harness.core`` of the harness; the
+runner loads a user's agent through ``harness/matrix/cell/frameworks.py``'s ``ready_modes``.
 """
 
 from __future__ import annotations
@@ -14,17 +17,13 @@ import hashlib
 import importlib
 import importlib.util
 import sys
-from collections.abc import Iterable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from harness.errors import UserInputError
-from harness.matrix.cell.frameworks import quiet_frameworks, refuse_missing
-from harness.matrix.cell.named_agents import load_process_agent
-from modes import MODES, mode, select_modes
-from modes.runtimes.base import RuntimeMode
-from modes.runtimes.process import is_process_agent
+from harness.core import UserInputError
+from modes.base import MODES, mode
+from modes.runtimes.base import RuntimeMode, quiet_frameworks
 
 # A file's imports that name a framework other than by its own import name (LangGraph's tools and models are
 # LangChain's).
@@ -36,23 +35,8 @@ def is_agent_spec(name: str) -> bool:
     return ":" in name
 
 
-def ready_modes(names: Iterable[str]) -> list[str]:
-    """``select_modes`` for a run: a user's agent (``FILE.py:FACTORY``, ``MODULE:FACTORY``) loaded and registered
-    first; any selected mode whose framework is not installed refused, in one line naming its extra."""
-    names = list(names)
-    for name in names:
-        if is_agent_spec(name) and name not in MODES:
-            load_agent(name)
-    selected = select_modes(names)
-    refuse_missing(selected)
-    return selected
-
-
 def load_agent(spec: str) -> str:
-    """Imports the factory ``spec`` names and registers it as a mode under ``spec``; one line for anything wrong. An
-    agent process (``agent:CMD``, or ``agent:NAME`` from bench.toml) is registered as such (docs/agents.md)."""
-    if is_process_agent(spec):
-        return load_process_agent(spec)
+    """Imports the factory ``spec`` names and registers it as a mode under ``spec``; one line for anything wrong."""
     where, _, attribute = spec.rpartition(":")
     if not where or not attribute.isidentifier():
         raise UserInputError(f"--mode {spec}: give FILE.py:FACTORY or MODULE:FACTORY (a function name after ':')")
