@@ -18,10 +18,12 @@ T = TypeVar("T")
 D = TypeVar("D")
 
 
-def first_line(item: object) -> str:
-    """The first line of a plug-in's docstring: what ``describe()`` shows without a summary of its own."""
+def first_sentence(item: object) -> str:
+    """The first sentence of a plug-in's docstring: what ``describe()`` shows without a summary of its own."""
     doc = inspect.getdoc(item) if callable(item) or inspect.isclass(item) else None
-    return doc.strip().splitlines()[0] if doc else ""
+    paragraph = " ".join(doc.strip().split("\n\n")[0].split()) if doc else ""
+    sentence, dot, _ = paragraph.partition(". ")
+    return sentence + dot.strip() if dot else paragraph
 
 
 class Registry(Mapping[str, T]):
@@ -32,7 +34,7 @@ class Registry(Mapping[str, T]):
     one-line description for ``describe()`` (default: the first line of its docstring).
     """
 
-    def __init__(self, kind: str, *, named: bool = False, summary: Callable[[T], str] = first_line) -> None:
+    def __init__(self, kind: str, *, named: bool = False, summary: Callable[[T], str] = first_sentence) -> None:
         self.kind = kind
         self._named = named
         self._summary = summary

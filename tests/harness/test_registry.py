@@ -25,6 +25,19 @@ def test_register_adds_the_decorated_class_unchanged_and_names_it():
     assert animals.describe() == [("cat", "Sleeps a lot.")]
 
 
+def test_the_description_is_the_docstring_s_first_sentence_whole():
+    helpers: Registry[object] = Registry("helper")
+
+    @helpers.register("wrapped")
+    def wrapped() -> None:
+        """Reads the plan: approves one with nothing unsafe in it,
+        rejects the rest. Then more."""
+
+    assert helpers.describe() == [
+        ("wrapped", "Reads the plan: approves one with nothing unsafe in it, rejects the rest.")
+    ]
+
+
 def test_a_name_registered_twice_is_refused_and_the_first_stays():
     things: Registry[int] = Registry("thing")
     things.add("one", 1)
@@ -76,3 +89,12 @@ def test_every_extension_kind_is_one_registry_that_describes_each_plug_in(regist
     rows = registry.describe()
     assert [name for name, _ in rows] == list(registry.names()) and rows
     assert all(summary.strip() for _, summary in rows), [name for name, summary in rows if not summary.strip()]
+
+
+def test_bench_list_lists_every_other_kind_s_names_in_one_table():
+    from harness.matrix.commands.catalog import extension_rows, registries
+
+    rows = extension_rows()
+    for registry in registries():
+        assert [(name, summary) for kind, name, summary in rows if kind == registry.kind] == registry.describe()
+    assert {MODEL_SOURCES.kind, POLICIES.kind, SCRIPTED_APPROVERS.kind, PROFILES.kind} <= {kind for kind, _, _ in rows}

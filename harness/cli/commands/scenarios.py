@@ -12,7 +12,8 @@ from harness.terminal import printable
 
 
 def list_command(scenarios_dir: ScenariosDir = None) -> None:
-    """List the control modes (who decides the next step, who can stop a run) and the scenarios."""
+    """List the control modes (who decides the next step, who can stop a run), the scenarios and every other
+    registered name: model sources, scripted policies, scripted approvers, provider profiles."""
     from harness.matrix.commands.catalog import catalog
 
     found = catalog(scenarios_dir)
@@ -27,6 +28,8 @@ def list_command(scenarios_dir: ScenariosDir = None) -> None:
         echo(table(found.runtimes, headers=["mode", "what it does", "framework", "installed"]))
     echo()
     echo(table(found.scenarios, headers=["scenario", "title", "correct stop"]))
+    echo("\nextension points: the other registered names (docs/extending.md)")
+    echo(table(found.extensions, headers=["kind", "name", "what it is"]))
 
 
 def check_scenarios_command(

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from harness.errors import UserInputError
 from harness.matrix.pipeline.spec import RunSpec, project_dirs
 from harness.models import endpoint_from_env
+from harness.registry import Registry
 from harness.scenario.load import load_all
 from modes import MODES, select_modes
 from modes.base import is_runtime
@@ -28,13 +29,31 @@ class Catalog:
     scenarios: list[tuple[str, str, str]]  # id, title, the oracle's expected stop
     # the runtime adapters (--mode runtimes): name, summary, the framework (its extra), installed or what to install
     runtimes: list[tuple[str, str, str, str]] = field(default_factory=list)
+    # every other extension kind's registered names (docs/extending.md): kind, name, what it is
+    extensions: list[tuple[str, str, str]] = field(default_factory=list)
 
 
 def catalog(scenarios_dir: Path | None = None) -> Catalog:
     folder, _ = project_dirs(scenarios_dir)
     modes = [(name, MODES[name].summary, MODES[name].decides, MODES[name].stopper) for name in select_modes([])]
     scenarios = [(s.id, s.title, s.oracle.expected_stop) for s in load_all(folder).values()]
-    return Catalog(modes, scenarios, runtime_rows())
+    return Catalog(modes, scenarios, runtime_rows(), extension_rows())
+
+
+def registries() -> tuple[Registry[Any], ...]:
+    """Every extension kind but the modes (listed apart, with who decides and who can stop), in the order
+    ``bench list`` shows them."""
+    from harness.core.approvals import SCRIPTED_APPROVERS
+    from harness.models.choice import MODEL_SOURCES
+    from harness.models.providers import PROFILES
+    from harness.models.scripted import POLICIES
+
+    return (MODEL_SOURCES, POLICIES, SCRIPTED_APPROVERS, PROFILES)
+
+
+def extension_rows() -> list[tuple[str, str, str]]:
+    """One row per registered plug-in of every kind in ``registries()``, each kind in registration order."""
+    return [(registry.kind, name, summary) for registry in registries() for name, summary in registry.describe()]
 
 
 def runtime_rows() -> list[tuple[str, str, str, str]]:
