@@ -4,18 +4,20 @@ and the MCP tool server in front of its gateway (gates held, asked for, elicited
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 import httpx
 import mcp_types as types
 import pytest
-from mcp import Client
+from mcp import Client, StdioServerParameters
 from starlette.applications import Starlette
 
 from harness.core import RunContext
 from harness.models.recording import request_hash
 from harness.models.scripted import ScriptedSource
 from modes.runtimes.process.chat import ChatEndpoint
+from modes.runtimes.process.serve import serving
 from modes.runtimes.process.tools import ScenarioTools, mcp_server
 from tests.helpers.units import Decisions, make_ctx
 
@@ -232,3 +234,19 @@ async def test_the_responses_api_asks_the_same_turn_and_answers_a_function_call_
     assert (item["type"], item["name"]) == ("function_call", "create_brief")
     assert [e.step for e in events if e.kind == "model_call"] == [2]
     assert "step 1: create_brief -> committed" in ctx.transcript[0][0].messages[1]["content"]
+
+
+async def test_the_stdio_bridge_serves_the_same_tools_and_its_calls_reach_the_gateway(blog):
+    ctx, _ = _ctx(blog)
+    tools = ScenarioTools(ctx, lambda: None)
+    async with serving(tools, ChatEndpoint(ctx, KEY, lambda: None)) as urls:
+        bridge = StdioServerParameters(
+            command=sys.executable, args=["-m", "modes.runtimes.process.stdio_bridge", urls.mcp]
+        )
+        async with Client(bridge) as client:
+            listed = {tool.name for tool in (await client.list_tools()).tools}
+            result = await client.call_tool("create_brief", {"topic": "t", "audience": "a", "key_points": ["k"]})
+    assert listed == {spec.name for spec in tools.specs}
+    assert not result.is_error and [(r.action, r.status) for r in ctx.gateway.records] == [
+        ("create_brief", "committed")
+    ]
