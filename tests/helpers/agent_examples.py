@@ -4,10 +4,13 @@ its requirements). A stamp of their inputs' hash says when a build is still good
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from tests.helpers.bench import ROOT
@@ -35,15 +38,24 @@ def _run(argv: list[str], cwd: Path, what: str) -> None:
     assert done.returncode == 0, f"{what} failed ({' '.join(argv)}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
 
 
+@contextmanager
+def _alone(folder: Path) -> Iterator[None]:
+    """One build of ``folder`` at a time, across pytest-xdist's workers (the others wait, then find it built)."""
+    with open(folder / ".bench-build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def typescript_agent() -> str:
     """``node dist/agent.js``, built from package-lock.json and agent.ts when they changed (npm's cache warm after)."""
     for tool in ("node", "npm"):
         assert shutil.which(tool), f"{tool} is needed for the TypeScript example agent: install Node.js 20"
     digest = _hash(TS / "package-lock.json", TS / "agent.ts", TS / "tsconfig.json")
-    if not _built(TS / "node_modules", digest) or not (TS / "dist" / "agent.js").is_file():
-        _run(["npm", "ci", "--no-audit", "--no-fund"], TS, "npm ci for the TypeScript example")
-        _run(["npm", "run", "build"], TS, "building the TypeScript example")
-        (TS / "node_modules" / STAMP).write_text(digest)
+    with _alone(TS):
+        if not _built(TS / "node_modules", digest) or not (TS / "dist" / "agent.js").is_file():
+            _run(["npm", "ci", "--no-audit", "--no-fund"], TS, "npm ci for the TypeScript example")
+            _run(["npm", "run", "build"], TS, "building the TypeScript example")
+            (TS / "node_modules" / STAMP).write_text(digest)
     return f"node {TS / 'dist' / 'agent.js'}"
 
 
@@ -52,12 +64,13 @@ def langgraph_agent() -> str:
     changed."""
     venv = LANGGRAPH / ".venv"
     digest = _hash(LANGGRAPH / "requirements.txt")
-    if not _built(venv, digest):
-        shutil.rmtree(venv, ignore_errors=True)
-        _run([sys.executable, "-m", "venv", "--without-pip", str(venv)], LANGGRAPH, "making the example's venv")
-        _run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q", "-r",
-              "requirements.txt"], LANGGRAPH, "installing the LangGraph example's requirements")  # fmt: skip
-        (venv / STAMP).write_text(digest)
+    with _alone(LANGGRAPH):
+        if not _built(venv, digest):
+            shutil.rmtree(venv, ignore_errors=True)
+            _run([sys.executable, "-m", "venv", "--without-pip", str(venv)], LANGGRAPH, "making the example's venv")
+            _run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q", "-r",
+                  "requirements.txt"], LANGGRAPH, "installing the LangGraph example's requirements")  # fmt: skip
+            (venv / STAMP).write_text(digest)
     return f"{venv / 'bin' / 'python'} {LANGGRAPH / 'agent.py'}"
 
 
