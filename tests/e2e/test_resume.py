@@ -24,6 +24,7 @@ from modes import MODES, select_modes
 from modes.runtimes.base import RuntimeMode
 from tests.helpers.bench import SCENARIOS, bench_child, bench_process, wait_for
 from tests.helpers.mode_checks import check_random_answers_and_decisions, gate_opened_before
+from tests.helpers.sweeps import scaled
 
 LIBRARY = load_all(SCENARIOS)
 GATE_STORIES = sorted(s.id for s in LIBRARY.values() if s.oracle.expected_stop != "finished")
@@ -268,10 +269,11 @@ def test_a_killed_matrix_continues_to_exactly_the_runs_of_an_uninterrupted_one(t
 def test_no_gated_action_commits_without_its_approval_and_nothing_repeats_for_random_answers_and_decisions(
     tmp_path, mode
 ):
-    """1,000+ runs a mode (a runtime adapter: 150, a real framework costs milliseconds a run): random answers
-    (scripted:random) and random decisions at every gate (approve, reject, revise); under an auditing gateway too
-    when the mode claims a hard gate."""
-    check_random_answers_and_decisions(mode, tmp_path, runs=150 if issubclass(MODES[mode], RuntimeMode) else 1000)
+    """1,000+ runs a mode (a runtime adapter: 150, a real framework costs milliseconds a run; a fifth of each in the
+    quick suite, tests/helpers/sweeps.py): random answers (scripted:random) and random decisions at every gate
+    (approve, reject, revise); under an auditing gateway too when the mode claims a hard gate."""
+    runs = 150 if issubclass(MODES[mode], RuntimeMode) else 1000
+    check_random_answers_and_decisions(mode, tmp_path, runs=scaled(runs, runs // 5))
 
 
 def test_resumed_runs_keep_the_guarantees_for_random_answers_and_decisions(tmp_path):
@@ -282,7 +284,7 @@ def test_resumed_runs_keep_the_guarantees_for_random_answers_and_decisions(tmp_p
             modes=[m for m in select_modes([]) if MODES[m].hard_gate],
             scenarios=GATE_STORIES,
             model="scripted:random",
-            trials=4,  # every hard-gate mode on every gate story: over 200 runs
+            trials=scaled(4, 1),  # every hard-gate mode on every gate story: over 500 runs (the quick suite: 128)
             seed=5,
             out=folder,
         )

@@ -33,6 +33,7 @@ from tests.helpers.mode_checks import (
     naive_modes,
     not_covered_in,
 )
+from tests.helpers.sweeps import scaled
 from tests.helpers.throwaway import throwaway_mode
 
 LIBRARY = load_all(SCENARIOS)
@@ -71,7 +72,7 @@ def test_every_scenario_with_every_scripted_policy(throwaway, scenario):
 
 
 def test_random_answers_and_decisions_keep_the_gates(throwaway, tmp_path):
-    check_random_answers_and_decisions(throwaway, tmp_path / "random", runs=1000)
+    check_random_answers_and_decisions(throwaway, tmp_path / "random", runs=scaled(1000, 200))
 
 
 def test_no_golden_trace_is_not_a_failure_and_the_variable_writes_one(throwaway, blog, tmp_path, monkeypatch):

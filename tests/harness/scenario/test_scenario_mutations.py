@@ -5,7 +5,8 @@ A mutation deletes or renames a key, drops or duplicates a list item, swaps a va
 null, a huge number, an odd string, deep nesting, another value of the same file, or (inside a JSON Schema)
 a boolean sub-schema or a bound no value can meet. About a quarter of them still load; each of those runs every mode
 once, in memory, under one scripted policy and gateway policy drawn with it. Examples are derandomized and no example
-database is kept, so CI sees the same thousand files every time (about half a minute on one core).
+database is kept, so CI sees the same thousand files every time (about half a minute on one core); the quick suite
+draws 200, the same 200 every time (tests/helpers/sweeps.py).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from harness.models.scripted import POLICIES
 from harness.scenario.load import load_scenario
 from modes import select_modes
 from tests.helpers.bench import SCENARIOS, run_offline
+from tests.helpers.sweeps import scaled
 
 FILES = sorted(p for p in SCENARIOS.glob("*.yaml") if p.name != "sanity.yaml")
 RAW = {p.stem: yaml.safe_load(p.read_text(encoding="utf-8")) for p in FILES}
@@ -180,7 +182,7 @@ def mutated_files(draw: st.DrawFn) -> tuple[str, dict[str, Any], list[str]]:
 
 
 @settings(
-    max_examples=1000,
+    max_examples=scaled(1000, 200),
     derandomize=True,
     database=None,
     deadline=None,
