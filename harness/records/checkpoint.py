@@ -337,6 +337,14 @@ class CheckpointStore:
             if changed != 1:
                 raise CheckpointMoved(f"{self.path}: the checkpoint of run {new.run_id} changed meanwhile")
 
+    def drop(self, run_ids: list[str]) -> None:
+        """Deletes the rows of runs that are run again from their start. A database a full disk left without its
+        table (created, never written) gets the table first, so the next command finds the file bench's own."""
+        if not run_ids or not self.path.exists():
+            return
+        with self._writing() as db:
+            db.executemany("DELETE FROM checkpoints WHERE run_id = ?", [(run_id,) for run_id in run_ids])
+
     def load(self, run_id: str) -> Checkpoint | None:
         """The run's checkpoint, checked against its digest; None when the database has no row for the run (or
         there is no database)."""

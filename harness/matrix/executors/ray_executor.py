@@ -3,7 +3,8 @@
 The worker-side setup (scenarios included) goes into Ray's object store once; each task gets its reference and a
 batch of unit keys, checks that it runs the driver's bench and scenarios (``Fingerprint``), runs the batch with the
 path every executor shares (``unit_batch.run_batch_blocking``) and returns its units whole. The driver (the calling
-process) is the only writer of ``traces.jsonl`` and keeps exactly one result per unit id (``UnitLedger``). It owns
+process) is the only writer of ``traces.jsonl`` and keeps exactly one result per unit id (``UnitLedger``, shared with
+the worker processes). It owns
 retries: Ray's are off (``max_retries=0``), and a batch whose task was lost with its worker or node goes back in the
 queue up to ``MAX_ATTEMPTS`` times, after which its units are written as infrastructure errors (``lost_unit``). A live
 model's endpoint, checked once by the driver, comes with the setup: each task asks it with its share of
@@ -25,28 +26,21 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from harness.core.clock import SystemClock
-from harness.core.context import RunInfo, RunTrace
-from harness.core.gateway import Gateway
-from harness.core.outcome import ModeResult
 from harness.core.signals import StopRequest
-from harness.core.store import VirtualStore
 from harness.errors import UserInputError, WriteFailed
-from harness.matrix.cell.cell_runner import emit_start, emit_summary, run_seed, scenario_digest
+from harness.matrix.cell.cell_runner import scenario_digest
 from harness.matrix.cell.provenance import bench_commit, prompt_hash
-from harness.matrix.cell.units import Cell, unit_id
+from harness.matrix.cell.units import Cell
 from harness.matrix.executors.ray_model_servers import NodeServers
 from harness.matrix.executors.unit_batch import UnitDone, UnitKey, WorkerSetup, run_batch_blocking
+from harness.matrix.executors.unit_ledger import MAX_ATTEMPTS, UnitLedger, lost_unit
 from harness.matrix.executors.workers import batches, worker_share
 from harness.models.choice import OpenSource
 from harness.models.shared_endpoint import merged_facts
-from harness.records.trace import ErrorInfo, serialized
 from harness.version import __version__
-from modes import get_mode
 
 BATCH_UNITS = 32  # units per task: few tasks (each costs the scheduler about a millisecond), little lost with a node
 TASKS_PER_CPU = 2  # tasks in flight per cluster CPU: one running, one queued behind it; the rest wait in the driver
-MAX_ATTEMPTS = 3  # times a batch is sent before its units are written as infrastructure errors
 POLL_S = 0.2  # how often the driver looks at a stop request while it waits for results
 CANCEL_WAIT_S = 5.0  # how long a stop waits for the cancelled tasks to end before the driver lets go of them
 INSTALL_HINT = "pip install 'bench[ray]'"
@@ -146,37 +140,6 @@ def run_ray_batch(
 
 
 @dataclass
-class UnitLedger:
-    """Exactly one result per unit id: a batch sent twice (lost, then sent again) may answer twice, and only its
-    first answer for a unit is written. Only batches with a task in flight are remembered, so the driver's memory
-    grows with the tasks in flight, not with the matrix."""
-
-    duplicates: int = 0
-    _in_flight: dict[int, int] = field(default_factory=dict)  # batch -> its tasks in flight
-    _written: dict[int, set[str]] = field(default_factory=dict)  # batch -> ids of its units written
-
-    def sent(self, batch: int) -> None:
-        self._in_flight[batch] = self._in_flight.get(batch, 0) + 1
-
-    def settled(self, batch: int) -> None:
-        """A task of ``batch`` answered or failed; once none is left in flight, the batch is forgotten."""
-        left = self._in_flight.pop(batch, 1) - 1
-        if left > 0:
-            self._in_flight[batch] = left
-        else:
-            self._written.pop(batch, None)
-
-    def first(self, batch: int, run_id: str) -> bool:
-        """Whether this unit's result is the first seen (write it); a later one is counted and dropped."""
-        written = self._written.setdefault(batch, set())
-        if run_id in written:
-            self.duplicates += 1
-            return False
-        written.add(run_id)
-        return True
-
-
-@dataclass
 class RayStats:
     """What the driver saw, for the manifest and the closing line."""
 
@@ -268,7 +231,13 @@ def run_in_ray(
                     elif answer is None:
                         stats.lost_units += len(batch.keys)
                         for key in batch.keys:
-                            on_unit(lost_unit(setup, key, batch.last_error, batch.attempts))
+                            on_unit(
+                                lost_unit(
+                                    setup,
+                                    key,
+                                    f"Ray lost this unit's task {batch.attempts} times; last: {batch.last_error}",
+                                )
+                            )
                     else:
                         stats.learnt(answer)
                         for unit in answer.units:
@@ -356,34 +325,6 @@ def _cancel(ray: Any, references: list[Any]) -> None:
             ray.cancel(reference, force=True)
     with contextlib.suppress(Exception):
         ray.wait(references, num_returns=len(references), timeout=CANCEL_WAIT_S)
-
-
-def lost_unit(setup: WorkerSetup, key: UnitKey, why: str, attempts: int) -> UnitDone:
-    """A unit whose every task was lost, as the trace of a run an infrastructure error ended (kind ``internal``,
-    the kind a harness failure has): its run_start, the error naming the loss, and its summary, under its own id,
-    so the matrix is complete, the run is not judged, and the report counts it with the infrastructure errors."""
-    scenario_id, mode_name, trial = key
-    scenario = next(s for s in setup.scenarios if s.id == scenario_id)
-    cell = Cell(scenario, mode_name, trial)
-    approver = "" if setup.approver is None else str(setup.approver)
-    run_id = unit_id(setup.seed, cell, setup.model.describe(), setup.gateway_policy, approver)
-    seed = run_seed(setup.seed, cell)
-    events: list[Any] = []
-    label = setup.label or setup.model.describe()
-    trace = RunTrace(events.append, RunInfo(run_id, scenario_id, mode_name, label, trial), SystemClock())
-    emit_start(trace, scenario, get_mode(mode_name), seed, setup.gateway_policy)
-    message = f"Ray lost this unit's task {attempts} times; last: {why}"
-    trace.emit(
-        step=0,
-        decision_maker="runtime",
-        kind="error",
-        result="run_error",
-        error=ErrorInfo(kind="internal", message=message),
-    )
-    gateway = Gateway(scenario, VirtualStore.for_scenario(scenario), setup.gateway_policy)
-    outcome = emit_summary(trace, scenario, gateway, ModeResult("error"), wall_ms=0.0, ended_by="internal")
-    shown = tuple(events) if setup.with_events else ()
-    return UnitDone(key, run_id, serialized(events), outcome, shown)
 
 
 def _ray() -> Any:

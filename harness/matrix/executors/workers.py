@@ -1,16 +1,24 @@
 """The worker-process executor: a matrix's units run in N local processes, the driver writes every line.
 
-Each worker is a fresh interpreter (``spawn``) given the scenarios once, through its own pipe once every worker has
-started (a setup of hundreds of kilobytes sent with the process would hold the driver until that worker had imported
-bench, so the workers would start one after another); it pulls batches of units
-from a bounded queue, runs each batch under asyncio with its share of ``--concurrency``, and sends finished units
-back whole, serialised already, several a message (``Outbox``). A live model's workers all ask the endpoint the
-driver checked once, and each unit brings its recorded exchanges. The driver (the calling process) is the only
-writer of ``traces.jsonl`` and ``recording.jsonl``: one write per unit and file, so what a kill leaves is what
-``--resume`` already handles. A stop request (SIGINT, SIGTERM) sets a shared event: every worker ends its runs in
-flight with their ``interrupted`` summaries and exits; workers ignore the signals themselves, so a terminal's Ctrl-C
-sent to the whole group is decided once, by the driver. A worker whose driver dies is killed with it (Linux: the
-parent-death signal; elsewhere it notices within a second).
+Each worker is a fresh interpreter (``spawn``) with two pipes of its own. The driver sends it the setup (scenarios
+included, hundreds of kilobytes: from a thread, so workers start in parallel and the driver never waits on one),
+then batches of unit keys, ``AHEAD`` at a time, and at the end an end mark or a stop; the worker runs each batch
+under asyncio with its share of ``--concurrency`` and sends back finished units whole, serialised already, several
+a message (``Outbox``), its notes and, last, what it learnt. Every message is a frame (``frames``), and the driver
+reads its workers' pipes without blocking, so a message half-sent by a worker that died is never waited for: the
+pipe's end of file, or the worker's exit code, says at once that it is gone. The units it had in flight and had
+not sent back go to a new worker, up to ``MAX_ATTEMPTS`` sends, after which they are written as infrastructure
+runs (``lost_unit``, as the Ray executor does); the driver keeps one result per unit (``UnitLedger``, the Ray
+driver's). A live model's workers all ask the endpoint the driver checked once, and each unit brings its recorded
+exchanges. The driver (the calling process) is the only writer of ``traces.jsonl`` and ``recording.jsonl``: one
+write per unit and file, so what a kill leaves is what ``--resume`` already handles.
+
+A stop request (SIGINT, SIGTERM) is a message to every worker: each ends its runs in flight with their
+``interrupted`` summaries and exits. The driver looks at the request between polls of at most ``POLL_S``, so the
+first Ctrl-C always takes effect, and waits ``STOP_WAIT_S`` at most for the workers before it kills them (a second
+Ctrl-C kills them at once). Workers ignore the signals themselves, so a terminal's Ctrl-C sent to the whole group is
+decided once, by the driver. A worker whose driver dies is killed with it (Linux: the parent-death signal;
+elsewhere, or if the signal came too late, its command pipe's end of file ends it).
 """
 
 from __future__ import annotations
@@ -19,30 +27,35 @@ import asyncio
 import contextlib
 import multiprocessing
 import os
-import pickle
 import queue
 import signal
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator
-from dataclasses import dataclass, replace
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field, replace
 from itertools import islice
+from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any
 
 from harness.core.signals import RunInterrupted, StopRequest
 from harness.errors import UserInputError, WriteFailed
 from harness.matrix.cell.units import Cell
+from harness.matrix.executors import frames
 from harness.matrix.executors.unit_batch import UnitDone, UnitKey, WorkerSetup, unit_session
+from harness.matrix.executors.unit_ledger import MAX_ATTEMPTS, UnitLedger, lost_unit
 from harness.models.choice import OpenSource
 
-POLL_S = 0.2  # how often the driver looks at its workers' health and a stop request between results
-BATCH_PER_SLOT = 8  # units per batch for each run a worker keeps in flight: few queue messages, little tail
+POLL_S = 0.2  # the longest the driver waits for a message before it looks at a stop request and its workers again
+BATCH_PER_SLOT = 8  # units per batch for each run a worker keeps in flight: few messages, little tail
 OFFLINE_BATCH = 64  # units a batch at least for a scripted or replayed model (CPU-bound: runs in flight do not matter)
 TAIL_BATCHES = 4  # batches each worker gets at least, so the last ones end together
 SEND_UNITS = 32  # finished units a worker sends in one message at most
 SEND_AFTER_S = 0.05  # how long a finished unit waits at most for others to share its message
+STOP_WAIT_S = 10.0  # after a stop, how long the workers get to end their runs in flight before they are killed
+STOP, END = "stop", "end"  # the driver's commands besides a batch
 
 
 @dataclass(frozen=True)
@@ -95,6 +108,35 @@ def batches(cells: Iterable[Cell], size: int) -> Iterator[list[UnitKey]]:
         yield batch
 
 
+@dataclass
+class _Worker:
+    """One worker process as the driver sees it: its pipes, and the units it was sent and has not sent back."""
+
+    index: int
+    process: Any
+    commands: Any  # the driver's end of the command pipe (a Connection; frames are written to its fd)
+    results: frames.FrameReader
+    keep: list[Any]  # the Connections whose fds the driver uses, kept open as long as the worker is
+    sender: threading.Thread  # sends the setup; batches follow once it is done
+    batches: dict[int, set[UnitKey]] = field(default_factory=dict)  # batch number -> its units not back yet
+    exited: WorkerExited | None = None
+    told_end: bool = False
+    gone: bool = False
+
+    def tell(self, command: object) -> bool:
+        """Sends a command (a batch, END or STOP); False when the worker is gone (its pipe has no reader)."""
+        try:
+            frames.send(self.commands.fileno(), command)
+        except OSError:
+            return False
+        return True
+
+    def close(self) -> None:
+        for connection in self.keep:
+            with contextlib.suppress(OSError):
+                connection.close()
+
+
 def run_in_workers(
     cells: Iterable[Cell],
     setup: WorkerSetup,
@@ -105,124 +147,205 @@ def run_in_workers(
     notify: Callable[[str], None] = lambda line: None,
     runs: int | None = None,
 ) -> list[WorkerExited]:
-    """Runs ``cells`` in ``workers`` processes; ``on_unit`` (the driver's writer) sees every finished unit, and
-    ``notify`` every worker's note. Returns what each worker said as it exited (a live client's learnt facts).
-    ``runs`` (how many cells there are at most) keeps batches small enough that every worker gets some.
+    """Runs ``cells`` in ``workers`` processes; ``on_unit`` (the driver's writer) sees every unit once, and
+    ``notify`` every worker's note and each worker that died. Returns what each worker said as it exited (a live
+    client's learnt facts). ``runs`` (how many cells there are at most) keeps batches small enough that every
+    worker gets some.
 
-    Returns once every worker has exited: all cells ran, or a stop request ended the runs in flight. A worker that
-    fails or dies raises here (WriteFailed for a file it could not write) after the others are stopped.
+    Returns once every unit is written (a worker that dies is replaced, its units sent again), or once a stop
+    request ended the runs in flight. A worker's own error (a file it could not write) raises here after the others
+    are stopped; so do workers that keep dying (``MAX_ATTEMPTS`` deaths per worker slot).
     """
     stop.polled()
     context = multiprocessing.get_context("spawn")
-    tasks: Any = context.Queue(maxsize=2 * workers)
-    results: Any = context.Queue()
-    halt = context.Event()
-    channels = [context.Pipe(duplex=False) for _ in range(workers)]
-    processes = [
-        context.Process(
-            target=worker_main,
-            args=(reader, i, tasks, results, halt),
-            name=f"bench-worker-{i}",
-            daemon=True,
-        )
-        for i, (reader, _) in enumerate(channels)
-    ]
-    for process, (reader, _) in zip(processes, channels, strict=True):
-        process.start()
-        reader.close()  # the worker's end: a worker that dies before reading makes the send below fail, not hang
-    for i, (_, writer) in enumerate(channels):
-        with contextlib.suppress(OSError), writer:  # a worker dead already is found by the loop below
-            writer.send_bytes(pickle.dumps(replace(setup, concurrency=worker_share(concurrency, workers, i))))
-    size = batch_size(concurrency, workers, runs, offline=setup.endpoint is None and not setup.model.live)
-    pending = batches(cells, size)
-    waiting: list[UnitKey] | None = None  # a batch taken from the cells that the full queue did not take yet
-    ended = False  # the cells ran out: what remains to send is one end marker (None) per worker
-    sentinels = 0
-    exited: set[int] = set()
+    offline = setup.endpoint is None and not setup.model.live
+    ahead = 2 if offline else 1  # batches a worker holds: one running, one waiting (a live matrix: just one)
+    numbered = enumerate(batches(cells, batch_size(concurrency, workers, runs, offline=offline)))
+    again: deque[tuple[int, list[UnitKey]]] = deque()
+    sends: dict[int, int] = {}  # batch number -> times sent, while it has units out
+    ledger = UnitLedger()
+    pool = [_start(context, setup, i, worker_share(concurrency, workers, i)) for i in range(workers)]
     reports: list[WorkerExited] = []
     failure: WorkerFailed | None = None
+    deaths, ended, stopping_since = 0, False, None
     try:
-        while len(exited) < workers:
-            if stop.requested or failure is not None:
-                halt.set()
-            while not halt.is_set() and sentinels < workers:  # keep the queue full
-                if waiting is None and not ended:
-                    waiting = next(pending, None)
-                    ended = waiting is None
-                try:
-                    tasks.put_nowait(waiting)
-                except queue.Full:
-                    break
-                sentinels += ended
-                waiting = None
-            try:
-                message = results.get(timeout=POLL_S)
-            except queue.Empty:
-                failure = failure or _dead_worker(processes, exited)
-                continue
-            if isinstance(message, list):
-                for unit in message:
-                    on_unit(unit)
-            elif isinstance(message, WorkerExited):
-                exited.add(message.index)
-                reports.append(message)
-            elif isinstance(message, WorkerNote):
-                notify(message.line)
-            elif isinstance(message, WorkerFailed):
-                failure = failure or message
+        while True:
+            if (stop.requested or failure is not None) and stopping_since is None:
+                stopping_since = time.monotonic()
+                for worker in pool:
+                    if not worker.gone:
+                        worker.tell(STOP)
+            live = [w for w in pool if not w.gone]
+            if not live:
+                break
+            if stopping_since is None:
+                for worker in live:
+                    if worker.sender.is_alive():
+                        continue  # its setup is still on the way: nothing else may go down its pipe yet
+                    while len(worker.batches) < ahead:
+                        if again:
+                            number, keys = again.popleft()
+                        elif (taken := next(numbered, None)) is not None:
+                            number, keys = taken
+                        else:
+                            ended = True
+                            break
+                        sends[number] = sends.get(number, 0) + 1
+                        ledger.sent(number)
+                        worker.batches[number] = set(keys)
+                        worker.tell(keys)
+                    if ended and not worker.batches and not worker.told_end and not again:
+                        worker.tell(END)
+                        worker.told_end = True
+            elif time.monotonic() - stopping_since > STOP_WAIT_S:
+                for worker in live:
+                    _kill(worker)
+                break
+            wait([w.results.fd for w in live] + [w.process.sentinel for w in live], timeout=POLL_S)
+            for worker in live:
+                exited = worker.process.exitcode is not None
+                for message in worker.results.read(drain=exited):
+                    if isinstance(message, list):
+                        for unit in message:
+                            _written(worker, unit, ledger, on_unit, sends)
+                    elif isinstance(message, WorkerExited):
+                        worker.exited = message
+                        reports.append(message)
+                    elif isinstance(message, WorkerNote):
+                        notify(message.line)
+                    elif isinstance(message, WorkerFailed):
+                        failure = failure or message
+                if not (worker.results.ended or exited):
+                    continue
+                _kill(worker)  # a worker that closed its pipe but lives on is of no more use
+                worker.close()
+                if worker.exited is not None and not worker.batches:
+                    continue  # done, or stopped with everything it had written
+                if stopping_since is not None:
+                    continue  # a stop: what it did not send back is not written, and --resume runs it
+                deaths += 1
+                lost = sum(len(keys) for keys in worker.batches.values())
+                notify(
+                    f"worker process {worker.index} {_how(worker.process.exitcode)} with {lost} runs in "
+                    f"flight; they are sent to another worker"
+                )
+                how = _how(worker.process.exitcode)
+                for number, left in worker.batches.items():
+                    ledger.settled(number)
+                    if sends[number] < MAX_ATTEMPTS:
+                        again.append((number, sorted(left)))
+                        continue
+                    why = f"the worker processes running this unit died {sends[number]} times (the last {how})"
+                    for key in sorted(left):
+                        on_unit(lost_unit(setup, key, why))
+                    sends.pop(number)
+                worker.batches = {}
+                if deaths >= MAX_ATTEMPTS * workers:
+                    failure = failure or WorkerFailed(
+                        "worker",
+                        f"worker processes died {deaths} times; the matrix stopped (bench run --resume continues it)",
+                    )
+                elif again or not ended:
+                    pool.append(_start(context, setup, len(pool), worker_share(concurrency, workers, worker.index)))
     finally:
-        halt.set()
-        for process in processes:
-            process.join(timeout=5)
-            if process.is_alive():
-                process.kill()
-                process.join()
+        for worker in pool:
+            if not worker.gone:
+                _kill(worker)
+                worker.close()
     if failure is not None:
         raise _raised(failure)
     return reports
 
 
-def _dead_worker(processes: list[Any], exited: set[int]) -> WorkerFailed | None:
-    """A worker that ended without saying so (killed, out of memory): the matrix stops, resumable."""
-    for index, process in enumerate(processes):
-        # exit status 0: the worker said so before it exited (WorkerExited, still in the pipe), never unannounced
-        if index not in exited and process.exitcode not in (None, 0):
-            exited.add(index)
-            code = process.exitcode
-            how = f"signal {-code}" if code < 0 else f"exit status {code}"
-            return WorkerFailed("worker", f"worker process {index} ended unexpectedly ({how})")
-    return None
+def _written(
+    worker: _Worker, unit: UnitDone, ledger: UnitLedger, on_unit: Callable[[UnitDone], None], sends: dict[int, int]
+) -> None:
+    """A unit back from ``worker``: written once (the ledger), and struck off its batch; a batch all back is done."""
+    number = next((n for n, keys in worker.batches.items() if unit.key in keys), None)
+    if number is None:
+        return  # not one this worker was sent (cannot happen): nothing to strike off, nothing to write twice
+    if ledger.first(number, unit.run_id):
+        on_unit(unit)
+    keys = worker.batches[number]
+    keys.discard(unit.key)
+    if not keys:
+        del worker.batches[number]
+        ledger.settled(number)
+        sends.pop(number, None)
+
+
+def _start(context: Any, setup: WorkerSetup, index: int, share: int) -> _Worker:
+    """Starts worker ``index`` with its share of the runs in flight; its setup is sent from a thread."""
+    command_reader, command_writer = context.Pipe(duplex=False)
+    result_reader, result_writer = context.Pipe(duplex=False)
+    process = context.Process(
+        target=worker_main, args=(command_reader, result_writer, index), name=f"bench-worker-{index}", daemon=True
+    )
+    process.start()
+    command_reader.close()  # the worker's ends: its death is then this side's end of file, or a refused send
+    result_writer.close()
+    worker_setup = replace(setup, concurrency=share)
+    sender = threading.Thread(
+        target=_send_quietly, args=(command_writer.fileno(), worker_setup), name=f"bench-setup-{index}", daemon=True
+    )
+    sender.start()
+    results = frames.FrameReader(result_reader.fileno())
+    return _Worker(index, process, command_writer, results, [command_writer, result_reader], sender)
+
+
+def _send_quietly(fd: int, message: object) -> None:
+    with contextlib.suppress(OSError):  # a worker dead already is found by the driver's loop
+        frames.send(fd, message)
+
+
+def _kill(worker: _Worker) -> None:
+    worker.process.kill()
+    worker.process.join()
+    worker.gone = True
+
+
+def _how(code: int | None) -> str:
+    if code is None:
+        return "closed its pipe"
+    return f"was killed by signal {-code}" if code < 0 else f"ended with exit status {code}"
 
 
 def _raised(failure: WorkerFailed) -> BaseException:
     if failure.path is not None:
         return WriteFailed(Path(failure.path), failure.message)
-    if failure.kind == "UserInputError":
+    if failure.kind in ("UserInputError", "worker"):
         return UserInputError(failure.message)
     return RuntimeError(f"{failure.kind}: {failure.message}")
 
 
-def worker_main(setup_channel: Any, index: int, tasks: Any, results: Any, halt: Any) -> None:
-    """A worker process: runs batches until the end marker or a stop, then says it exited."""
+def worker_main(commands: Any, results: Any, index: int) -> None:
+    """A worker process: runs the batches it is sent until the end mark or a stop, then says it exited."""
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)  # the driver decides on a stop, once, for every worker
-    with setup_channel:
-        try:
-            setup: WorkerSetup = pickle.loads(setup_channel.recv_bytes())
-        except EOFError:  # the driver died before it sent the setup: nothing was started, nothing to say
-            return
+    inbox, outbox_fd = commands.fileno(), results.fileno()
+    try:
+        setup: WorkerSetup = frames.receive(inbox)
+    except EOFError:  # the driver died before it sent the setup: nothing was started, nothing to say
+        return
     _die_with(setup.driver_pid)
+    lock = threading.Lock()
+
+    def send(message: object) -> None:
+        with lock:
+            try:
+                frames.send(outbox_fd, message)
+            except OSError:  # the driver is gone: nothing is left to tell
+                os._exit(1)
+
     learnt: dict[str, Any] = {}
     try:
-        asyncio.run(_work(setup, tasks, results, halt, learnt))
+        asyncio.run(_work(setup, inbox, send, learnt))
     except WriteFailed as exc:
-        results.put(WorkerFailed("WriteFailed", exc.reason, str(exc.path)))
+        send(WorkerFailed("WriteFailed", exc.reason, str(exc.path)))
     except BaseException as exc:  # anything else ends this worker; the driver stops the matrix with its line
-        results.put(WorkerFailed(type(exc).__name__, str(exc).strip().splitlines()[0] if str(exc).strip() else ""))
+        send(WorkerFailed(type(exc).__name__, str(exc).strip().splitlines()[0] if str(exc).strip() else ""))
     finally:
-        results.put(WorkerExited(index, learnt.get("facts"), learnt.get("last_error")))
-        results.close()
-        results.join_thread()
+        send(WorkerExited(index, learnt.get("facts"), learnt.get("last_error")))
 
 
 class Outbox:
@@ -251,74 +374,53 @@ class Outbox:
             self._put(units)
 
 
-async def _work(setup: WorkerSetup, tasks: Any, results: Any, halt: Any, learnt: dict[str, Any]) -> None:
+async def _work(setup: WorkerSetup, inbox: int, send: Callable[[object], None], learnt: dict[str, Any]) -> None:
     stop = StopRequest()
     task = asyncio.current_task()
     assert task is not None
     stop.attach(task)
-    watcher = threading.Thread(target=_watch, args=(halt, stop), daemon=True)
-    watcher.start()
-    outbox = Outbox(results.put)
+    waiting: queue.Queue[list[UnitKey] | None] = queue.Queue()
+    threading.Thread(target=_listen, args=(inbox, waiting, stop), daemon=True).start()
+    outbox = Outbox(send)
 
     def closing(opened: OpenSource) -> None:
         learnt.update(facts=opened.facts(), last_error=opened.last_error())
 
     try:
         async with unit_session(
-            setup, stop, outbox.add, notify=lambda line: results.put(WorkerNote(line)), closing=closing
+            setup, stop, outbox.add, notify=lambda line: send(WorkerNote(line)), closing=closing
         ) as run:
-            leaving = threading.Event()  # the worker ends: a batch still being fetched is not waited for
-
-            def fetch() -> Awaitable[list[UnitKey] | None]:
-                return asyncio.to_thread(_next_batch, tasks, halt, setup.driver_pid, leaving)
-
-            # Offline (CPU-bound runs, several batches a worker), the next batch is fetched while one runs, so no
-            # time is lost between them; a live matrix's few batches are taken one at a time, so each worker gets
-            # some and the global --concurrency is filled.
-            ahead = setup.endpoint is None and not setup.model.live
             try:
-                following = asyncio.ensure_future(fetch())
                 while not stop.requested:
-                    batch = await following
+                    batch = await asyncio.to_thread(waiting.get)
                     if batch is None:
                         break
-                    if ahead:
-                        following = asyncio.ensure_future(fetch())
                     await run(batch)
                     outbox.flush()
-                    if not ahead:
-                        following = asyncio.ensure_future(fetch())
             finally:
-                leaving.set()
                 outbox.flush()  # the interrupted summaries of a stop, too
     except (asyncio.CancelledError, RunInterrupted):
         if not stop.requested:
             raise
 
 
-def _next_batch(tasks: Any, halt: Any, driver_pid: int, leaving: threading.Event) -> list[UnitKey] | None:
-    """The next batch, or None at the end marker, on a stop, once the driver is gone or once this worker leaves
-    (a batch taken then is not run: the driver has not written its units, so ``--resume`` runs them)."""
-    while not halt.is_set() and not leaving.is_set():
+def _listen(inbox: int, waiting: queue.Queue[list[UnitKey] | None], stop: StopRequest) -> None:
+    """The driver's commands, in order: batches to run, then END; STOP (or the driver gone) ends the runs in flight."""
+    while True:
         try:
-            batch: list[UnitKey] | None = tasks.get(timeout=POLL_S)
-            return batch
-        except queue.Empty:
-            if os.getppid() != driver_pid:
-                return None
-    return None
-
-
-def _watch(halt: Any, stop: StopRequest) -> None:
-    """Turns the driver's stop into this worker's own stop request: its runs in flight end interrupted.
-
-    It polls: a process that exits while blocked in ``Event.wait`` leaves the event's ``set`` waiting for it forever.
-    """
-    while not halt.is_set():
-        time.sleep(POLL_S)
-    if not stop.requested:
-        with contextlib.suppress(KeyboardInterrupt):
-            stop.request(signal.SIGTERM)
+            command = frames.receive(inbox)
+        except (EOFError, OSError):
+            command = STOP
+        if command == END:
+            waiting.put(None)
+            return
+        if command == STOP:
+            waiting.put(None)
+            if not stop.requested:
+                with contextlib.suppress(KeyboardInterrupt):
+                    stop.request(signal.SIGTERM)
+            return
+        waiting.put(command)
 
 
 def _die_with(driver_pid: int) -> None:

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from harness.errors import UserInputError
-from harness.matrix.executors.ray_executor import BatchDone, Fingerprint, RayStats, UnitLedger, lost_unit
+from harness.matrix.executors.ray_executor import BatchDone, Fingerprint, RayStats
 from harness.matrix.executors.unit_batch import WorkerSetup
+from harness.matrix.executors.unit_ledger import UnitLedger, lost_unit
 from harness.matrix.pipeline.exit_status import RunEnds
 from harness.matrix.pipeline.spec import RunSpec
 from harness.models.choice import choose
@@ -48,7 +49,7 @@ def test_a_lost_unit_is_written_as_a_run_an_infrastructure_error_ended(tmp_path:
         driver_pid=os.getpid(),
         label="scripted:random",
     )
-    unit = lost_unit(setup, ("refund_amount", "react", 2), "NodeDiedError: node gone", 3)
+    unit = lost_unit(setup, ("refund_amount", "react", 2), "Ray lost this unit's task 3 times; last: NodeDiedError")
     events = [json.loads(line) for line in unit.lines.decode().splitlines()]
     assert [e["kind"] for e in events] == ["run_start", "error", "summary"]
     assert {e["run_id"] for e in events} == {unit.run_id}
