@@ -125,7 +125,7 @@ def test_a_silent_endpoint_is_named_in_one_line_before_any_run(tmp_path):
             "run", "--model", "live", "--mode", "all", "--scenario", "all", "--timeout", "1", "--retries", "1",
             "--backoff", "0", "--out", str(out), env=live_env(server.base_url),
         )  # fmt: skip
-        assert server.served["preflight:silent"] == 2  # the first try and one retry
+        assert server.preflights["silent"] == 2  # the first try and one retry
     assert result.returncode == 3, result.stderr
     (line,) = result.stderr.strip().splitlines()
     assert "accepted the connection but did not answer a one-token request within 1s, 2 times" in line, line
@@ -139,6 +139,6 @@ def test_an_endpoint_that_answers_503_twice_and_then_works_runs_the_matrix(tmp_p
             "run", "--model", "live", "--mode", "workflow,react", "--scenario", "blog_brief_approval",
             "--backoff", "0", "--out", str(out), env=live_env(server.base_url),
         )  # fmt: skip
-        assert server.served["preflight:503_page"] == 2 and server.served["preflight:ok"] == 1
+        assert server.preflights == {"503_page": 2, "ok": 1}
     assert result.returncode == 0, result.stderr
     assert len(summaries(out)) == 2 and json.loads((out / "manifest.json").read_text())["status"] == "complete"

@@ -3,8 +3,8 @@
 Each request gets the next behaviour of a cyclic script. A good answer is built from the request's
 response schema, so it always fits whatever the mode asked for. The preflight request a live matrix
 starts with (``harness.models.dead_endpoint``) is answered at once and is no part of the script or the counts,
-unless ``preflight`` names behaviours for it: the preflight requests get those in turn (counted as
-``preflight:BEHAVIOUR``), then good answers. ``silent`` accepts the request and never answers (until the server
+unless ``preflight`` names behaviours for it: the preflight requests get those in turn (counted apart, in
+``preflights``), then good answers. ``silent`` accepts the request and never answers (until the server
 stops); ``503_page`` is a proxy's plain-text 503.
 """
 
@@ -113,6 +113,7 @@ class FaultServer:
         # delay_s: every answer waits this long first (a slow model), cut short when the server stops.
         self.hang_s, self.hold_until, self.delay_s = hang_s, hold_until, delay_s
         self.served: Counter[str] = Counter()
+        self.preflights: Counter[str] = Counter()  # the preflight requests, by what they were answered
         self.authorizations: set[str] = set()
         self.bodies: list[dict[str, Any]] = []
         self.in_flight = 0
@@ -154,7 +155,7 @@ class FaultServer:
                 if is_preflight(body):  # a live matrix's first request: answered at once, outside the script
                     with server._lock:
                         behaviour = next(server._preflight, "ok")
-                        server.served[f"preflight:{behaviour}"] += 1
+                        server.preflights[behaviour] += 1
                     with suppress(BrokenPipeError, ConnectionResetError):
                         self._answer(behaviour, body)
                     return
