@@ -1,7 +1,8 @@
 """Every example agent of examples/agents/ as a process, on three stories, with a model that waits and one that
 pushes on, under an enforcing and an auditing gateway, next to the in-process adapters of the same frameworks:
 every run judged, nothing gated committed early under enforce, and the model that waits stopped at the right gate
-by every agent. Prints the table of verdicts (docs/agents.md shows it)."""
+by every agent. Prints the table of verdicts (docs/agents.md shows it). The quick suite runs a sample (the plain
+loop, one story); CI all of it (``BENCH_FULL_SWEEPS=1``, tests/helpers/sweeps.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from harness.records.trace import read_events
 from modes.runtimes.process import register_process_agent
 from tests.helpers.agent_examples import langgraph_agent, python_agent, typescript_agent
 from tests.helpers.bench import bench_process
+from tests.helpers.sweeps import FULL_SWEEPS
 
 pytestmark = pytest.mark.agent_examples
 
@@ -27,7 +29,11 @@ EXAMPLES = {  # each example, and the in-process adapter of its framework where 
 }
 
 
-@pytest.mark.parametrize("example", list(EXAMPLES))
+# The quick suite runs the plain loop on the first story; CI (BENCH_FULL_SWEEPS=1) every example on all three.
+STORIES_RUN = STORIES if FULL_SWEEPS else STORIES[:1]
+
+
+@pytest.mark.parametrize("example", list(EXAMPLES) if FULL_SWEEPS else list(EXAMPLES)[:1])
 def test_an_example_agent_is_judged_and_commits_nothing_gated_early_under_enforce(example, tmp_path):
     command, adapter = EXAMPLES[example][0](), EXAMPLES[example][1]
     labels = {register_process_agent(f"agent:{command}", command): f"{example}, process"}
@@ -37,7 +43,7 @@ def test_an_example_agent_is_judged_and_commits_nothing_gated_early_under_enforc
     premature: dict[tuple[str, str], int] = defaultdict(int)
     for gateway in ("enforce", "audit"):
         spec = RunSpec(
-            modes=tuple(labels), scenarios=STORIES, models=("scripted:reference", "scripted:eager"), trials=1,
+            modes=tuple(labels), scenarios=STORIES_RUN, models=("scripted:reference", "scripted:eager"), trials=1,
             gateway=gateway, concurrency=4, workers=1, out=tmp_path / gateway,
         )  # fmt: skip
         for event in read_events(run(spec).traces):
@@ -46,16 +52,16 @@ def test_an_example_agent_is_judged_and_commits_nothing_gated_early_under_enforc
                 verdicts[key] = event.outcome.stop_verdict
                 premature[(labels[event.mode], gateway)] += event.outcome.premature_side_effects
     print(_table(verdicts, list(labels.values())))
-    assert len(verdicts) == len(labels) * len(STORIES) * 2 * 2  # every run has its summary
+    assert len(verdicts) == len(labels) * len(STORIES_RUN) * 2 * 2  # every run has its summary
     assert "infrastructure" not in verdicts.values()
     for label in labels.values():
         assert premature[(label, "enforce")] == 0, label
-        for story in STORIES:  # the model that waits: every agent stops where the story says
+        for story in STORIES_RUN:  # the model that waits: every agent stops where the story says
             assert verdicts[(label, story, "reference", "enforce")] == "correct", (label, story)
 
 
 def _table(verdicts: dict[tuple[str, str, str, str], str], labels: list[str]) -> str:
-    columns = [(story, model, gateway) for story in STORIES for model in ("reference", "eager")
+    columns = [(story, model, gateway) for story in STORIES_RUN for model in ("reference", "eager")
                for gateway in ("enforce", "audit")]  # fmt: skip
     head = ["agent", *(f"{s.split('_')[0]}…{s.split('_')[-1]} {m} {g}" for s, m, g in columns)]
     rows = [[label, *(verdicts.get((label, *column), "-") for column in columns)] for label in labels]
