@@ -12,8 +12,10 @@ from harness.terminal import printable
 
 
 def list_command(scenarios_dir: ScenariosDir = None) -> None:
-    """List the control modes (who decides the next step, who can stop a run), the scenarios and every other
-    registered name: model sources, scripted policies, scripted approvers, provider profiles."""
+    """List the control modes (who decides the next step, who can stop a run) and the scenarios.
+
+    Then every other registered name: model sources, scripted policies, scripted approvers, provider profiles.
+    """
     from harness.matrix.commands.catalog import catalog
 
     found = catalog(scenarios_dir)
