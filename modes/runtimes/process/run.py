@@ -80,13 +80,16 @@ class ProcessRun:
             "exit_code": ended.code,
             "timed_out": ended.timed_out,
             "stopped_by_bench": ended.stopped,
-            "output_bytes": ended.output_bytes,
             "files_written": written[:FILES_LISTED],
         }
         if len(written) > FILES_LISTED:
             detail["files_not_listed"] = len(written) - FILES_LISTED
-        if ended.code not in (0, None) or ended.not_started:
-            detail["output_tail"] = ended.tail[-500:]
+        if ended.code is not None:  # it ended on its own: what it printed is its own (a stopped one's depends on when)
+            detail["output_bytes"] = ended.output_bytes
+            if ended.code != 0:
+                detail["output_tail"] = ended.tail[-500:]
+        elif ended.not_started:
+            detail["output_tail"] = ended.not_started
         ctx.decide(step, "framework", None, "agent_exited", detail)
         if chat.failure is not None:
             raise chat.failure
