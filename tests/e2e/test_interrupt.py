@@ -14,6 +14,7 @@ import pytest
 from harness.records.trace import TraceEvent
 from tests.helpers.bench import bench_child, bench_process, wait_for
 from tests.helpers.fault_server import FaultServer
+from tests.helpers.sweeps import covering
 
 SIGNALS = [pytest.param(signal.SIGINT, 130, id="SIGINT"), pytest.param(signal.SIGTERM, 143, id="SIGTERM")]
 # scripted:looping keeps every run stepping to its limit: 14 scenarios x every mode x 5 trials is a few seconds of
@@ -65,8 +66,18 @@ def check_resumed(out: Path, env: dict[str, str] | None = None) -> None:
     assert all(s.outcome is not None and s.outcome.status != "interrupted" for s in summaries(events))
 
 
-@pytest.mark.parametrize("concurrency", [1, 4, 16])
-@pytest.mark.parametrize(("signum", "code"), SIGNALS)
+# Every signal at every concurrency in CI; the quick suite takes the first cases that show each signal and each
+# concurrency once (SIGINT at 1, SIGTERM at 4, SIGINT at 16: tests/helpers/sweeps.py).
+CASES = [  # (SIGINT, 1), (SIGTERM, 4), (SIGINT, 16), (SIGTERM, 1), (SIGINT, 4), (SIGTERM, 16)
+    (name, concurrency) for pair in ((1, 4), (16, 1), (4, 16)) for name, concurrency in zip(SIGNALS, pair, strict=True)
+]
+AT_CONCURRENCY = [
+    pytest.param(*signal_case.values, concurrency, id=f"{signal_case.id}-{concurrency}")
+    for signal_case, concurrency in covering(CASES, lambda case: case[0].id, lambda case: case[1])
+]
+
+
+@pytest.mark.parametrize(("signum", "code", "concurrency"), AT_CONCURRENCY)
 def test_a_signal_mid_matrix_at_any_concurrency_stops_cleanly_and_resume_completes_it(
     tmp_path, signum, code, concurrency
 ):

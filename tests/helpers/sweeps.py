@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import TypeVar
 
 FULL_SWEEPS_VARIABLE = "BENCH_FULL_SWEEPS"
@@ -29,6 +29,21 @@ def sample(items: Sequence[T], quick: int, seed: int) -> list[T]:
         return list(items)
     chosen = set(random.Random(seed).sample(range(len(items)), quick))
     return [item for index, item in enumerate(items) if index in chosen]
+
+
+def covering(items: Sequence[T], *keys: Callable[[T], Hashable]) -> list[T]:
+    """Every item when the whole sweep runs, else the first items that between them show every value of each key
+    (every mode and every story, say), in their given order."""
+    if FULL_SWEEPS:
+        return list(items)
+    seen: set[tuple[int, Hashable]] = set()
+    chosen = []
+    for item in items:
+        values = {(index, key(item)) for index, key in enumerate(keys)}
+        if not values <= seen:
+            chosen.append(item)
+            seen |= values
+    return chosen
 
 
 WIDEST_STEP = 3  # the quick suite's kill points are 1 to this many writes apart
