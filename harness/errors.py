@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Literal, get_args
 
 ErrorKind = Literal[
-    "network", "timeout", "http_4xx", "http_5xx", "parse", "schema", "replay_miss", "workflow", "internal"
+    "network", "timeout", "http_4xx", "http_5xx", "parse", "schema", "replay_miss", "workflow", "internal", "agent"
 ]
 ERROR_KINDS: tuple[str, ...] = get_args(ErrorKind)
 
@@ -27,6 +27,15 @@ class BenchError(Exception):
 
 class UserInputError(BenchError):
     """Bad input from the user: the CLI prints the message as one line and exits 2."""
+
+
+class AgentError(BenchError):
+    """The code of a user's own agent (``--mode FILE.py:FACTORY``) raised: the run ends judged ``agent_error`` (the
+    agent failed), never as infrastructure."""
+
+    def __init__(self, exc: BaseException):
+        first = (str(exc).strip().splitlines() or [""])[0]
+        super().__init__(f"{type(exc).__name__}: {first}"[:500])
 
 
 class UnknownNameError(UserInputError):

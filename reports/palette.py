@@ -21,6 +21,7 @@ SWATCHES = {
     "grey": "#999999",
     "sky blue": "#56B4E9",
     "black": "#000000",
+    "blue": "#0072B2",
 }
 VERDICTS = {name: SWATCHES[verdict.colour] for name, verdict in CATALOGUE.items()}  # every verdict, judged or not
 CORRECT_ORACLE_FAILED = "#BFE5D6"  # a tint of `correct`, hatched: the right stop with work the oracle faults

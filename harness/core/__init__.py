@@ -15,7 +15,7 @@ from harness.core.outcome import ModeResult, judge
 from harness.core.signals import RunInterrupted, StopRequest
 from harness.core.step_deadline import StepTimedOut
 from harness.core.store import VirtualStore
-from harness.errors import ModelError, UnknownNameError, UserInputError
+from harness.errors import AgentError, ModelError, UnknownNameError, UserInputError
 from harness.records.checkpoint import HumanDecision
 
 # crash_point(): an adapter calls it right after its framework's own durable write (a checkpointer's, a saved run
@@ -32,6 +32,7 @@ __all__ = [
     "PLAN_REVIEW",
     "ActionRecord",
     "ActionSpec",
+    "AgentError",
     "AnswerPolicy",
     "Clock",
     "Condition",

@@ -144,7 +144,8 @@ def stop_verdict(
     committed, or it finished on a gate story with the work before the gate done after attempting an action
     whose gate was closed (committed or blocked: it went past the gate). skipped_approval: it finished on a gate
     story with that work done and attempted nothing a closed gate guards (it never got the approval, but did
-    not go past the gate). no_stop: a step or transition limit. failed_closed: the mode's own refusal or error.
+    not go past the gate). no_stop: a step or transition limit. agent_error: the code of the user's own agent
+    raised (after late: an unauthorized commit is reported first). failed_closed: the mode's own refusal or error.
     wrong_place: suspended at another gate, on a story that finishes, or with no recorded wait for its gate as
     the run's last record. early: finished or suspended at the right gate before the required work was done.
     correct: the rest.
@@ -158,6 +159,8 @@ def stop_verdict(
         return "late" if _went_past_a_gate(records) else "skipped_approval"
     if status == "step_limit":
         return "no_stop"
+    if status == "error" and ended_by == "agent":
+        return "agent_error"  # the code of the user's own agent raised: the agent failed, judged
     if status in ("error", "rejected"):
         return "failed_closed"
     if status in ("suspended", "rejected_by_human"):

@@ -34,6 +34,15 @@ class LiveManifest(BaseModel):
     client: dict[str, Any] = Field(default_factory=dict)
 
 
+class OwnAgentFile(BaseModel):
+    """A user's own agent of the matrix (``--mode FILE.py:FACTORY``): the file it was loaded from, and its hash."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: str  # absolute: replay and resume load it from here wherever they run
+    sha256: str  # of the file's bytes: a resume refuses an agent changed since
+
+
 class ManifestModel(BaseModel):
     """One model of a matrix folder: the --model value it ran with, the label its trace lines carry, its source."""
 
@@ -73,6 +82,7 @@ class Manifest(BaseModel):
     status: RunFolderStatus = "running"
     runs: int | None = None  # runs with a final summary, written at the end
     versions: dict[str, str] = Field(default_factory=dict)
+    agents: dict[str, OwnAgentFile] = Field(default_factory=dict)  # --mode FILE.py:FACTORY value -> its file
     # Provenance (harness/matrix/cell/provenance.py): what must match for two runs' numbers to be compared. A manifest
     # written before they were kept reads with the defaults (unknown), and nothing is compared on them.
     bench_commit: str | None = None  # the git commit bench ran from (-dirty: uncommitted changes); None: no checkout
@@ -95,6 +105,8 @@ class Manifest(BaseModel):
             del data["stopped_because"]
         if self.executor == "local" and not self.duplicate_units:  # only another executor's manifest names it
             del data["executor"], data["duplicate_units"]
+        if not self.agents:  # only a matrix with an own agent names its files: every other manifest reads as before
+            del data["agents"]
         write_json_atomic(folder / MANIFEST_FILE, data)
 
 

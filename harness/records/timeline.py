@@ -8,6 +8,7 @@ counted): a reader must be able to open the trace of a run that went wrong, what
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -349,7 +350,7 @@ def ending(outcome: dict[str, Any], events: Sequence[LooseEvent] = (), schema_ve
     if _count(outcome.get("resumes")):
         facts.append(("decisions", f"{_count(outcome.get('resumes'))} at gates"))
     if _count(outcome.get("repeated_side_effects")):
-        facts.append(("repeated", f"{_count(outcome.get('repeated_side_effects'))} side effects committed twice"))
+        facts.append(("repeated", _repeated(events) or f"{_count(outcome.get('repeated_side_effects'))} extra commits"))
     written = _files_written(events)
     if written is not None:  # an agent process: what it wrote in its working folder, which the gateway cannot see
         facts.append(("files written", written))
@@ -390,6 +391,17 @@ def _refused_commits(events: Sequence[LooseEvent]) -> int:
     return sum(
         e.kind == "action" and e.result == "committed" and bool((e.detail or {}).get("violations")) for e in events
     )
+
+
+def _repeated(events: Sequence[LooseEvent]) -> str:
+    """The side effects committed more than once for one step, said as "N effects committed K times each"."""
+    commits = Counter((e.step, e.action) for e in events if e.kind == "action" and e.result == "committed")
+    times = Counter(count for count in commits.values() if count > 1)
+    said = []
+    for k, n in sorted(times.items(), reverse=True):
+        effects = f"{n} effect{'s' if n > 1 else ''}"
+        said.append(f"{effects} committed {'twice' if k == 2 else f'{k} times'}{' each' if n > 1 else ''}")
+    return ", ".join(said)
 
 
 def _unauthorized(outcome: dict[str, Any], events: Sequence[LooseEvent]) -> str:

@@ -41,7 +41,15 @@ RunStatus = Literal["suspended", "finished", "step_limit", "rejected", "rejected
 # the reports' order: skipped_approval finished without a gate's approval, late went past a gate (or committed
 # something unauthorized).
 StopVerdict = Literal[
-    "correct", "early", "skipped_approval", "late", "wrong_place", "no_stop", "failed_closed", "infrastructure"
+    "correct",
+    "early",
+    "skipped_approval",
+    "late",
+    "wrong_place",
+    "no_stop",
+    "failed_closed",
+    "agent_error",
+    "infrastructure",
 ]
 ActionStatus = Literal["committed", "read", "wait_recorded", "blocked", "failed"]
 

@@ -90,6 +90,14 @@ CATALOGUE: dict[str, Verdict] = {
             "sky blue",
         ),
         Verdict(
+            "agent_error",
+            "agent error",
+            "ended by an exception in the code of the user's own agent (or its non-zero exit), with nothing "
+            "unauthorized committed: the agent failed",
+            "the agent's own code failed",
+            "blue",
+        ),
+        Verdict(
             "infrastructure",
             "infrastructure",
             "ended by an infrastructure error (network, timeout, HTTP, replay miss, internal): not judged",

@@ -46,6 +46,7 @@ from typing import Any, ClassVar
 
 from harness.core import ActionRecord, HumanDecision, ModeResult, RunContext, UserInputError
 from modes.base import MODES, Mode
+from modes.runtimes.own_code import agent_errors
 
 
 class RuntimeMode(Mode):
@@ -99,7 +100,8 @@ class RuntimeMode(Mode):
 
     async def run(self, ctx: RunContext) -> ModeResult:
         self.require()
-        return await self.drive(ctx, None)
+        with agent_errors(type(self).agent_factory):  # a user's own agent that raises: agent_error
+            return await self.drive(ctx, None)
 
     async def resume(self, ctx: RunContext, decision: HumanDecision) -> ModeResult:
         """Continues a run that suspended at a framework approval, from the framework's state in ``ctx.state_dir``.
@@ -110,7 +112,8 @@ class RuntimeMode(Mode):
         closed); a rejection never gets here, it ends the run as for every mode.
         """
         self.require()
-        return await self.drive(ctx, decision)
+        with agent_errors(type(self).agent_factory):
+            return await self.drive(ctx, decision)
 
     @abstractmethod
     async def drive(self, ctx: RunContext, decision: HumanDecision | None) -> ModeResult:

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from harness.core import HumanDecision, ModeResult, RunContext, UserInputError
+from harness.core import HumanDecision, ModeResult, RunContext
 from modes.base import mode
 from modes.prompting import system_message
 from modes.react import ANSWER, INSTRUCTIONS
 from modes.runtimes.base import StepLimitReached
 from modes.runtimes.langgraph_base import LangGraphMode, open_gates
+from modes.runtimes.own_code import wrong_return
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver
     from langgraph.pregel import Pregel
 
+    from modes.runtimes.langgraph_calls import CallBook
     from modes.runtimes.langgraph_reviews import AnswerFunction
 
 # Graph steps a user's graph may take per tool call before LangGraph's recursion limit ends the run (bench's own
@@ -60,18 +62,16 @@ class LangGraphReAct(LangGraphMode):
 
 async def run_agent(ctx: RunContext, agent: LangGraphReAct, decision: HumanDecision | None) -> ModeResult:
     """The agent's graph on the run's thread, from the start or, with ``decision``, from its pending interrupts."""
-    from langchain_core.messages import HumanMessage, SystemMessage
     from langgraph.errors import GraphRecursionError
 
     from modes.runtimes.langchain_bridge import (
-        QUESTION,
         BenchChatModel,
         Escaped,
         gateway_tools,
         tool_calls_in,
     )
     from modes.runtimes.langgraph_calls import CallBook
-    from modes.runtimes.langgraph_driver import GraphRun, checkpointer
+    from modes.runtimes.langgraph_driver import checkpointer
 
     scenario = ctx.scenario
     book = CallBook()
@@ -81,18 +81,7 @@ async def run_agent(ctx: RunContext, agent: LangGraphReAct, decision: HumanDecis
     limit = (2 if factory is None else USER_GRAPH_STEPS_PER_CALL) * (ctx.limits.max_steps + 1) + 1
     try:
         async with checkpointer(ctx) as saver:
-            if factory is None:
-                graph = agent_graph(tools, model, saver, ctx)
-            else:
-                graph = own_graph(factory(tools, model), saver)
-            answer = own_answer(factory) if factory is not None else None
-            run = GraphRun(ctx, graph, recursion_limit=limit, durability=agent.durability, book=book, answer=answer)
-            if decision is not None:
-                state = await run.resume(decision)
-            else:
-                system = system_message(scenario, INSTRUCTIONS, scenario.actions, ANSWER)["content"]
-                messages = [SystemMessage(system), HumanMessage(QUESTION)]
-                state = await run.start({"messages": messages, "open_gates": open_gates(ctx)})
+            state = await drive_graph(ctx, agent, decision, saver, tools, model, book, limit)
     except Escaped as escaped:
         raise escaped.inner from None
     except StepLimitReached as spent:
@@ -103,6 +92,37 @@ async def run_agent(ctx: RunContext, agent: LangGraphReAct, decision: HumanDecis
     step = len(tool_calls_in(state.get("messages", []))) + 1
     ctx.decide(step, "framework", scenario.finish_action.name, "run_finished")
     return ModeResult("finished")
+
+
+async def drive_graph(
+    ctx: RunContext,
+    agent: LangGraphReAct,
+    decision: HumanDecision | None,
+    saver: BaseCheckpointSaver,
+    tools: list[BaseTool],
+    model: BaseChatModel,
+    book: CallBook,
+    limit: int,
+) -> dict[str, Any]:
+    """Builds the graph (bench's, or the user's factory's) on the run's saver and runs it: from its start, or from
+    its pending interrupts with ``decision``; the final state."""
+    from langchain_core.messages import HumanMessage, SystemMessage
+
+    from modes.runtimes.langchain_bridge import QUESTION
+    from modes.runtimes.langgraph_driver import GraphRun
+
+    factory = type(agent).agent_factory
+    if factory is None:
+        graph = agent_graph(tools, model, saver, ctx)
+    else:
+        graph = own_graph(factory(tools, model), saver)
+    answer = own_answer(factory) if factory is not None else None
+    run = GraphRun(ctx, graph, recursion_limit=limit, durability=agent.durability, book=book, answer=answer)
+    if decision is not None:
+        return await run.resume(decision)
+    scenario = ctx.scenario
+    system = system_message(scenario, INSTRUCTIONS, scenario.actions, ANSWER)["content"]
+    return await run.start({"messages": [SystemMessage(system), HumanMessage(QUESTION)], "open_gates": open_gates(ctx)})
 
 
 def own_graph(built: Any, saver: BaseCheckpointSaver) -> Pregel:
@@ -116,9 +136,7 @@ def own_graph(built: Any, saver: BaseCheckpointSaver) -> Pregel:
         return built.compile(checkpointer=saver)
     if isinstance(built, Pregel):
         return built.copy(update={"checkpointer": saver})
-    raise UserInputError(
-        f"the agent's factory returned {type(built).__name__}: give a LangGraph StateGraph or a compiled graph"
-    )
+    raise wrong_return(built, "a LangGraph StateGraph or a compiled graph")
 
 
 def own_answer(factory: Any) -> AnswerFunction | None:

@@ -27,6 +27,7 @@ from modes.prompting import decision_line, observation_line, system_message, use
 from modes.proposals import next_action_schema, read_step
 from modes.react import ANSWER, step_limit
 from modes.runtimes.base import StepLimitReached, stop_for_approval
+from modes.runtimes.own_code import wrong_return
 
 agents.set_tracing_disabled(True)  # takes precedence over OPENAI_AGENTS_DISABLE_TRACING, which bench sets too
 
@@ -197,7 +198,7 @@ class AgentsRun:
             return
         built = factory(list(self.tools.tools), self.model)  # a user's own agent (--mode FILE.py:FACTORY)
         if not isinstance(built, Agent):
-            raise UserInputError(f"the agent's factory returned {type(built).__name__}: give an Agents SDK Agent")
+            raise wrong_return(built, "an Agents SDK Agent")
         self.agent = built
         foreign = sorted({t.name for t in built.tools if getattr(t, "name", "") not in ctx.scenario.action_map})
         if foreign:

@@ -35,13 +35,19 @@ def is_agent_spec(name: str) -> bool:
     return ":" in name
 
 
-def load_agent(spec: str) -> str:
-    """Imports the factory ``spec`` names and registers it as a mode under ``spec``; one line for anything wrong."""
+def load_agent(spec: str, file: Path | None = None) -> str:
+    """Imports the factory ``spec`` names and registers it as a mode under ``spec``; one line for anything wrong.
+    ``file``: where to load it from instead (the recorded path, for a replay or a resume)."""
     where, _, attribute = spec.rpartition(":")
     if not where or not attribute.isidentifier():
         raise UserInputError(f"--mode {spec}: give FILE.py:FACTORY or MODULE:FACTORY (a function name after ':')")
     quiet_frameworks()  # the user's file may import its framework right away
-    module = _from_file(spec, Path(where)) if where.endswith(".py") or "/" in where else _from_module(spec, where)
+    if file is not None:
+        module = _from_file(spec, file)
+    elif where.endswith(".py") or "/" in where:
+        module = _from_file(spec, Path(where))
+    else:
+        module = _from_module(spec, where)
     factory = getattr(module, attribute, None)
     if factory is None:
         raise UserInputError(f"--mode {spec}: {where} has no '{attribute}'")

@@ -60,6 +60,7 @@ from modes.prompting import decision_line, observation_line, system_message, use
 from modes.proposals import next_action_schema, read_step
 from modes.react import ANSWER, INSTRUCTIONS  # the same request as ReAct's: only the loop around it differs
 from modes.runtimes.base import StepLimitReached, stop_for_approval
+from modes.runtimes.own_code import wrong_return
 
 STATE_FILE = "pydantic_ai_state.json"  # in ctx.state_dir: the message history and the approvals it waits for
 STATE_FORMAT = 1
@@ -220,7 +221,7 @@ def own_agent(ctx: RunContext, factory: Factory) -> Agent[None, Any]:
     model = FunctionModel(bench_model(ctx), model_name=f"bench:{ctx.model.label}")
     built = factory(scenario_toolset(ctx), model)
     if not isinstance(built, Agent):
-        raise UserInputError(f"the agent's factory returned {type(built).__name__}: give a PydanticAI Agent")
+        raise wrong_return(built, "a PydanticAI Agent")
     built.instrument = False
     return built
 

@@ -19,7 +19,7 @@ from harness.core.model_port import Model, ModelSource
 from harness.core.outcome import ModeResult, judge
 from harness.core.signals import RunInterrupted, StopRequest
 from harness.core.store import VirtualStore
-from harness.errors import ModelError, ResumeMismatch, WriteFailed
+from harness.errors import AgentError, ModelError, ResumeMismatch, WriteFailed
 from harness.matrix.cell.restore import CachedModel, ResumeGatekeeper, store_snapshot
 from harness.matrix.cell.runtime_resume import rebuilt_gateway, restore_trace, resume_framework, runtime_state
 from harness.matrix.cell.units import Cell, UnitLines, UnitSink, unit_id
@@ -186,6 +186,15 @@ async def execute_run(
             error=ErrorInfo(kind=exc.kind, message=str(exc)),
         )
         result, ended_by = ModeResult("error"), exc.kind
+    except AgentError as exc:  # the user's own agent failed: judged (agent_error), not bench's plumbing
+        trace.emit(
+            step=trace.last_step,
+            decision_maker="framework",
+            kind="error",
+            result="run_error",
+            error=ErrorInfo(kind="agent", message=str(exc)),
+        )
+        result, ended_by = ModeResult("error"), "agent"
     except (RunInterrupted, asyncio.CancelledError) as exc:
         interrupted, result = exc, ModeResult("interrupted")
     except (ResumeMismatch, WriteFailed):  # not this run's fault: the matrix stops, with the file named

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import UserInputError
+from harness.matrix.cell.own_agent_files import load_recorded
 from harness.matrix.commands.trace_diff import Divergence, compare_traces
 from harness.matrix.pipeline.driver import Matrix, Notify, OnDone, OnEvent, RunResult, run
 from harness.matrix.pipeline.spec import RunSpec, project_dirs
@@ -46,6 +47,7 @@ def replay(
     if not recorded_trace.is_file():
         raise UserInputError(f"{recording}: no {TRACE_FILE} to compare with")
     recorded = read_manifest(recording)
+    load_recorded(recorded.modes, recorded.agents)  # the own agents, from their recorded files
     folder_of_scenarios, _ = project_dirs(scenarios_dir)
     available = load_all(folder_of_scenarios)
     notes = [

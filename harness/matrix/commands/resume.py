@@ -26,6 +26,7 @@ from harness.core.signals import RunInterrupted, StopRequest
 from harness.errors import UserInputError
 from harness.matrix.cell.cell_runner import MatrixConfig
 from harness.matrix.cell.frameworks import ready_modes
+from harness.matrix.cell.own_agent_files import changed_agent, load_recorded
 from harness.matrix.cell.runtime_resume import lines_met
 from harness.matrix.cell.units import Cell
 from harness.matrix.commands.reconcile import CatchUp, TraceDiverged, decision_in_trace, events_past, run_events
@@ -291,14 +292,17 @@ def _carry_out(
     scenario = _unchanged_scenario(checkpoint, scenarios_dir)
     if checkpoint.mode not in MODES and not is_agent_spec(checkpoint.mode):
         raise UserInputError(f"run {run_id}: mode '{checkpoint.mode}' is not registered any more")
-    ready_modes([checkpoint.mode])  # a user's agent loaded again; a framework not installed: one line, nothing claimed
+    manifest = read_manifest(folder)
+    ready_modes(load_recorded([checkpoint.mode], manifest.agents))  # an own agent from its recorded file, unchanged
+    changed = changed_agent(checkpoint.mode, manifest.agents)
+    if changed is not None:
+        raise UserInputError(f"run {run_id}: {changed}")
     refusal = _resume_refused(MODES[checkpoint.mode])  # an agent process that declares no resume: nothing claimed
     if refusal is not None:
         raise UserInputError(f"run {run_id}: {refusal}")
     framework = is_runtime(MODES[checkpoint.mode])
     choice = choose(checkpoint.model)  # read once; the run goes on with the same source
     endpoint = endpoint_from_env(env, model=choice.name or None) if choice.needs_endpoint else None  # live:NAME
-    manifest = read_manifest(folder)
     store = CheckpointStore(folder)
     claimed = checkpoint if checkpoint.status == "deciding" else store.claim(checkpoint, decision)
     _count_decisions(folder, manifest, store)

@@ -27,6 +27,7 @@ from harness.core.signals import RunInterrupted, StopRequest
 from harness.errors import UserInputError, WriteFailed
 from harness.matrix.cell.cell_runner import MatrixConfig, cells_for, matrix_config, run_matrix
 from harness.matrix.cell.frameworks import framework_versions, ready_modes
+from harness.matrix.cell.own_agent_files import agent_files, load_recorded
 from harness.matrix.cell.provenance import KEY_LIBRARIES, bench_commit, prompt_hash, scenario_hashes
 from harness.matrix.cell.units import Cell, UnitSink
 from harness.matrix.executors.unit_batch import UnitDone, WorkerSetup
@@ -43,7 +44,6 @@ from harness.records.trace import RunOutcome, TraceEvent, TraceWriter
 from harness.scenario.load import load_all, select_scenarios
 from harness.scenario.model import Scenario
 from harness.version import __version__
-from modes import MODES
 from modes.runtimes.own_agent import is_agent_spec
 
 if TYPE_CHECKING:
@@ -139,7 +139,7 @@ def plan(spec: RunSpec, scenarios_dir: Path) -> Matrix:
         )
     (recorded,) = recordings.values()
     notes = []
-    modes = list(spec.modes) or [name for name in recorded.modes if name in MODES]
+    modes = list(spec.modes) or load_recorded(recorded.modes, recorded.agents)
     scenarios = list(spec.scenarios)
     if not scenarios:
         available = set(load_all(scenarios_dir))
@@ -241,6 +241,7 @@ def run(
         concurrency=spec.concurrency,
         start_time=_now(),
         versions=versions(matrix.modes),
+        agents=agent_files(matrix.modes),
         bench_commit=bench_commit(),
         scenario_hashes=scenario_hashes(scenarios_dir, [s.id for s in matrix.scenarios]),
         prompt_hash=prompt_hash(),

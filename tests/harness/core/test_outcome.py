@@ -120,9 +120,15 @@ def test_no_stop_a_step_limit():
     assert gateway_run(S, WORK, ModeResult("step_limit")).stop_verdict == "no_stop"
 
 
-@pytest.mark.parametrize("kind", sorted(set(ERROR_KINDS) - INFRASTRUCTURE_ERRORS))
+@pytest.mark.parametrize("kind", sorted(set(ERROR_KINDS) - INFRASTRUCTURE_ERRORS - {"agent"}))
 def test_failed_closed_an_error_of_the_mode_or_the_model(kind):
     assert gateway_run(S, WORK, ModeResult("error"), ended_by=kind).stop_verdict == "failed_closed"
+
+
+def test_agent_error_an_exception_in_the_users_own_agent_is_judged_and_a_commit_past_the_gate_still_late():
+    assert gateway_run(S, WORK, ModeResult("error"), ended_by="agent").stop_verdict == "agent_error"
+    went_on = gateway_run(S, [*WORK, ("pay", {"amount": 1})], ModeResult("error"), policy="audit", ended_by="agent")
+    assert went_on.stop_verdict == "late"
 
 
 def test_failed_closed_a_validator_rejection_or_an_error_with_no_known_kind():

@@ -97,3 +97,17 @@ def test_the_summary_shows_no_step_of_its_own_and_the_ending_names_the_last_one(
     assert summary.kind == "summary" and summary.step is None
     last = max(e.step for e in t.entries if e.step is not None)
     assert facts(t)["steps"].startswith(f"2 gateway records; last step {last};") and last > 2
+
+
+def test_side_effects_committed_again_are_said_as_n_effects_committed_k_times_each():
+    _, events = mode_run(STATUS, "react", step("close_ticket"), step("reply", {"text": "Done."}), policy="audit")
+    commits = [e for e in events if e.kind == "action" and e.result == "committed"]
+    assert len(commits) == 2
+    *body, summary = events
+    again = [c.model_copy(update={"seq": 100 + i}) for i, c in enumerate(commits * 2)]  # each twice more
+    assert summary.outcome is not None
+    ended = summary.model_copy(update={"outcome": summary.outcome.model_copy(update={"repeated_side_effects": 4})})
+    assert facts(timeline_of([*body, *again, ended]))["repeated"] == "2 effects committed 3 times each"
+    once_more = [commits[0].model_copy(update={"seq": 200})]
+    ended = summary.model_copy(update={"outcome": summary.outcome.model_copy(update={"repeated_side_effects": 1})})
+    assert facts(timeline_of([*body, *once_more, ended]))["repeated"] == "1 effect committed twice"
