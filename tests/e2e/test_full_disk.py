@@ -232,3 +232,34 @@ def test_a_checkpoint_database_that_cannot_be_written_stops_the_matrix_like_any_
     check_lines_and_leftovers(out)
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "failed" and manifest["stopped_because"] == f"{database}: cannot write: {FULL}"
+
+
+def test_resume_twice_in_a_row_on_a_full_disk_is_one_line_each_and_completes_once_space_is_freed(small_disk):
+    out = small_disk / "run"
+    suspending = ("--mode", "all", "--scenario", "all", "--model", "scripted:eager")  # checkpoints at every gate
+    ballast = fill(small_disk, leave=200_000)
+    stopped = bench_process("run", *suspending, "--concurrency", "4", "--out", str(out))
+    assert stopped.returncode == 2, stopped.stderr
+    one_error_line(stopped.stderr)
+    for _ in range(2):  # still full: each resume is one line, never a traceback (a database without its table)
+        again = bench_process("run", "--resume", str(out))
+        assert again.returncode == 2, again.stderr
+        assert "no such table" not in one_error_line(again.stderr)
+    ballast.unlink()
+    resumed = bench_process("run", "--resume", str(out))
+    assert resumed.returncode == 0 and "Traceback" not in resumed.stderr, resumed.stderr
+    check_completed(out)
+
+
+def test_a_checkpoint_database_without_its_table_is_made_whole_when_runs_are_dropped(tmp_path):
+    from harness.matrix.pipeline.unfinished import keep_finished_runs
+
+    made = bench_process("run", *SMALL, "--out", str(tmp_path / "run"))
+    assert made.returncode == 0, made.stderr
+    folder = tmp_path / "run"
+    (folder / "checkpoints.db").write_bytes(b"")  # a full disk's leftover: a database file without a page
+    with (folder / "traces.jsonl").open("a") as trace:  # a run cut short: started, never summarised
+        trace.write(json.dumps({"run_id": "cut-short", "kind": "run_start", "scenario": "s", "mode": "m"}) + "\n")
+    kept = keep_finished_runs(folder)
+    assert "cut-short" in kept.dropped  # and the suspended runs, whose checkpoints the empty file lost
+    assert CheckpointStore(folder).run_ids() == []  # the table is there now: bench's own database again

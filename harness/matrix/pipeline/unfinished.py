@@ -23,7 +23,7 @@ from typing import Any
 
 from harness.errors import UserInputError, WriteFailed
 from harness.models.recording import RECORDING_FILE
-from harness.records.checkpoint import CHECKPOINT_FILE
+from harness.records.checkpoint import CHECKPOINT_FILE, CheckpointStore
 from harness.records.folder import TRACE_FILE
 
 CellKey = tuple[str, str, str, int]  # model label, scenario, mode, trial
@@ -63,7 +63,9 @@ def keep_finished_runs(folder: Path) -> Kept:
     _rewrite(folder / RECORDING_FILE, lambda entry: _cell(entry) in finished)
     # A checkpoint whose run has no summary in the trace (a worker saved it, the driver was killed before writing the
     # run's lines) is an attempt of a unit that runs again, under the same run id: it goes with the dropped runs.
-    _drop_checkpoints(folder / CHECKPOINT_FILE, sorted(set(dropped) | (saved - finished_ids)))
+    # A full disk may have left the database without its table: the store makes it, so a second resume finds it.
+    with CheckpointStore(folder) as store:
+        store.drop(sorted(set(dropped) | (saved - finished_ids)))
     outcomes = [
         e["outcome"]
         for e in events
@@ -135,10 +137,3 @@ def _checkpointed(path: Path) -> set[str]:
             return {row[0] for row in db.execute("SELECT run_id FROM checkpoints")}
         except sqlite3.DatabaseError:  # no table yet, or not a database: no run can be resumed from it
             return set()
-
-
-def _drop_checkpoints(path: Path, run_ids: list[str]) -> None:
-    if not path.exists() or not run_ids:
-        return
-    with closing(sqlite3.connect(path)) as db, db:
-        db.executemany("DELETE FROM checkpoints WHERE run_id = ?", [(run_id,) for run_id in run_ids])
