@@ -303,6 +303,29 @@ def test_runs_shows_unreadable_manifests_as_warnings_and_lists_the_rest(folders,
     assert len([line for line in err.splitlines() if line.startswith("warning: ")]) == 4
 
 
+def test_runs_never_blocks_on_fifos_where_its_files_should_be_and_names_the_folder(
+    folders, tmp_path, monkeypatch, capsys
+):
+    import os
+
+    running = tmp_path / "running"
+    shutil.copytree(folders["infra"], running)
+    manifest = json.loads((running / "manifest.json").read_text())
+    (running / "manifest.json").write_text(json.dumps({**manifest, "status": "running"}))
+    for name in (".bench.lock", "checkpoints.db"):
+        (running / name).unlink(missing_ok=True)
+    os.mkfifo(running / ".bench.lock")  # a FIFO named like the lock: opening it plainly would wait for a writer
+    os.mkfifo(running / "checkpoints.db")
+    (tmp_path / "fifo").mkdir()
+    os.mkfifo(tmp_path / "fifo" / "manifest.json")  # a FIFO manifest: its folder is listed, not hidden
+    code, out, err = bench(monkeypatch, capsys, "runs", str(tmp_path))
+    assert code == 0
+    rows = [re.split(r"\s{2,}", line.strip()) for line in out.splitlines()[2:] if line.startswith("/")]
+    assert {Path(cells[0]).name: cells[7] for cells in rows} == {"running": "stopped", "fifo": "unreadable"}
+    (warning,) = [line for line in err.splitlines() if line.startswith("warning: ")]
+    assert "fifo/manifest.json" in warning and "not a regular file" in warning, warning
+
+
 def test_runs_of_a_missing_root_is_one_line(tmp_path, monkeypatch, capsys):
     code, _, err = bench(monkeypatch, capsys, "runs", str(tmp_path / "nothing"))
     assert code == 2 and err.startswith("error: ") and len(err.strip().splitlines()) == 1

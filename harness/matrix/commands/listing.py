@@ -8,6 +8,7 @@ from __future__ import annotations
 import fcntl
 import os
 import sqlite3
+import stat
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -64,8 +65,9 @@ def run_folders(root: Path) -> list[FolderRow]:
 
 
 def _walk(folder: Path, depth: int) -> list[Path]:
-    if (folder / MANIFEST_FILE).is_file():
-        return [folder]  # a run folder's report/ and other contents are not run folders
+    manifest = folder / MANIFEST_FILE
+    if manifest.is_file() or (manifest.exists() and not manifest.is_dir()):
+        return [folder]  # a run folder's report/ and other contents are not run folders; a FIFO manifest is a row
     if depth >= MAX_DEPTH:
         return []
     try:
@@ -125,8 +127,11 @@ def waiting_runs(folder: Path) -> list[WaitingRun]:
 
 
 def _waiting_count(folder: Path) -> int | None:
-    if not (folder / CHECKPOINT_FILE).exists():
+    database = folder / CHECKPOINT_FILE
+    if not database.exists():
         return 0
+    if not database.is_file():
+        return None  # a FIFO or a socket in its place: never opened, it would block
     try:
         return len(CheckpointStore(folder).suspended())
     except (sqlite3.Error, UserInputError):
@@ -136,10 +141,12 @@ def _waiting_count(folder: Path) -> int | None:
 def _held(folder: Path) -> bool:
     """Whether a process holds the folder's lock now (tested without taking it for longer than a moment)."""
     try:
-        fd = os.open(folder / LOCK_FILE, os.O_RDONLY)
+        fd = os.open(folder / LOCK_FILE, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO in its place must not block the listing
     except OSError:
         return False
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False  # not bench's lock: no process of bench holds it
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:
         return True
