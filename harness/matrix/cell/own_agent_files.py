@@ -8,10 +8,12 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from harness.errors import UserInputError
+from harness.matrix.cell.named_agents import load_process_agent
 from harness.records.manifest import OwnAgentFile
 from modes import MODES
 from modes.runtimes.own_agent import is_agent_spec, load_agent
 from modes.runtimes.own_code import agent_file
+from modes.runtimes.process import is_process_agent
 
 
 def agent_files(names: Iterable[str]) -> dict[str, OwnAgentFile]:
@@ -33,7 +35,9 @@ def load_recorded(names: Iterable[str], recorded: Mapping[str, OwnAgentFile]) ->
         where = recorded.get(name) if is_agent_spec(name) else None
         if where is not None and not Path(where.path).is_file():
             raise UserInputError(f"recorded agent '{name}': {where.path}: no such file; its runs cannot be run again")
-        if name not in MODES and is_agent_spec(name):
+        if name not in MODES and is_process_agent(name):  # an agent process: its command again (docs/agents.md)
+            load_process_agent(name)
+        elif name not in MODES and is_agent_spec(name):
             load_agent(name, Path(where.path) if where is not None else None)
         if name in MODES:
             ready.append(name)

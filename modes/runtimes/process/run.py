@@ -4,8 +4,8 @@ The agent gets the run's task and the URLs in environment variables (``ENV`` nam
 working folder of the run's own (the same one again on a resume), and the run's time limit. When it exits (or
 is stopped) the run ends as the gateway and the model port saw it: a model failure ends it with that error, a
 rejection as rejected, a spent step budget at its step limit, the time limit as a run that did not stop, a
-non-zero exit as the agent's error, an approval asked for and not given as suspended at that gate; else finished.
-What the agent wrote in its working folder is listed in the trace (the gateway cannot see it).
+non-zero exit as the agent's error (``agent_error``), an approval asked for and not given as suspended at that
+gate; else finished. What the agent wrote in its working folder is listed in the trace (the gateway cannot see it).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from harness.core import HumanDecision, ModeResult, RejectedByHuman, RunContext, Suspended
+from harness.core import AgentError, HumanDecision, ModeResult, RejectedByHuman, RunContext, Suspended
 from modes.react import step_limit
 from modes.runtimes.process.chat import MODEL_NAME, ChatEndpoint
 from modes.runtimes.process.child import Exit, run_agent
@@ -50,6 +50,10 @@ ENV = (
     "BENCH_RESUME_NOTE",  # on a resume only: the reviewer's note (what to change, for a revision)
     "BENCH_RESUME_CONVERSATION",  # on a resume only: a JSON file, the chat messages up to the stop
 )
+
+
+class AgentExited(Exception):
+    """The agent process ended in failure (a non-zero exit, or it never started): the run is judged ``agent_error``."""
 
 
 class ProcessRun:
@@ -98,18 +102,13 @@ class ProcessRun:
         if chat.step_limit is not None:
             return step_limit(ctx, *chat.step_limit)
         if ended.not_started:
-            ctx.fail(step, "framework", "agent process", "workflow", f"the agent did not start: {ended.not_started}")
-            return ModeResult("error")
+            raise AgentError(AgentExited(f"the agent did not start: {ended.not_started}"))
         if ended.timed_out:
             reason = f"the agent ran past the run's time limit of {self.time_limit_s:g} s and was stopped"
             ctx.decide(step, "runtime", None, "time_limit", {"time_limit_s": self.time_limit_s, "reason": reason})
             return ModeResult("step_limit")
         if ended.code != 0:
-            said = _last_words(ended.tail)
-            ctx.fail(
-                step, "framework", "agent process", "workflow", f"the agent exited with status {ended.code}: {said}"
-            )
-            return ModeResult("error")
+            raise AgentError(AgentExited(f"the agent exited with status {ended.code}: {_last_words(ended.tail)}"))
         if tools.pending is not None:
             raise Suspended(tools.pending)
         ctx.decide(chat.finished_at or step, "framework", ctx.scenario.finish_action.name, "run_finished")

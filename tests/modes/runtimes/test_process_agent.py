@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.core import UserInputError
+from harness.core import AgentError, UserInputError
 from harness.records.timeline import LooseEvent, ending
 from modes import MODES
 from modes.runtimes.process.mode import register_process_agent
@@ -54,12 +54,13 @@ def test_a_command_that_is_not_there_is_refused_in_one_line():
         register_process_agent("agent:no-such-agent-program --x", "no-such-agent-program --x")
 
 
-def test_a_non_zero_exit_ends_the_run_as_the_agents_error_with_its_last_line(blog):
-    outcome, events = _run(blog, _python('import sys; print("the agent broke"); sys.exit(3)'))
-    assert outcome.status == "error" and outcome.stop_verdict != "infrastructure"
-    (error,) = [e for e in events if e.kind == "error"]
-    assert error.error is not None and "status 3: the agent broke" in error.error.message
-    assert _exited(events)["exit_code"] == 3
+def test_a_non_zero_exit_is_the_agents_error_naming_its_last_line(blog):
+    command = _python('import sys; print("the agent broke"); sys.exit(3)')
+    name = register_process_agent(f"agent:{command}", command)
+    ctx, events = adapter_ctx(blog, "reference")
+    with pytest.raises(AgentError, match="status 3: the agent broke"):  # judged agent_error by the runner
+        asyncio.run(MODES[name]().run(ctx))
+    assert _exited(events)["exit_code"] == 3 and "the agent broke" in _exited(events)["output_tail"]
 
 
 def test_a_hanging_agent_is_stopped_at_the_time_limit_with_the_processes_it_started(blog, tmp_path):
