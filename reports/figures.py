@@ -1,7 +1,7 @@
 """Report figures with matplotlib's Agg canvas: verdicts, stop-correctness, latency, tokens, who decided.
 
-Paper-ready by construction: each figure is made at its print size, a paper's full text width (``DOUBLE``,
-7.1 in) or one column (``COLUMN``, 3.5 in), with its fonts set in points (never below ``SMALL``, 7 pt), so
+Paper-ready by construction: each figure is made at its print size, a venue's full text width or one column
+(``VENUES``: IEEE's by default, ``DOUBLE`` and ``COLUMN``), with its fonts set in points (never below ``SMALL``, 7 pt), so
 nothing shrinks when it is placed at 100%. Each is titled with what it shows and the facts that qualify it
 (model, gateway policy, trials, n), states n on every panel, keeps its legend outside the data, takes its
 colours from ``reports.palette`` (one colour, one meaning, across every figure) and writes PDFs with TrueType
@@ -15,7 +15,7 @@ from __future__ import annotations
 import io
 import math
 import textwrap
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -40,6 +40,7 @@ NOT_APPLICABLE = "n/a: plan review unanswered"  # a group whose every run stoppe
 FONT = 8.0  # points at print size: labels, ticks, legends
 SMALL = 7.0  # points: counts beside the bars, notes; the smallest text in any figure
 TITLE = 9.0  # points: the figure's title
+BOX_PERCENTILES = (25, 50, 75)  # a latency box's edges and median
 # Set while a figure is made and while it is written, never globally: Type 42 (TrueType) fonts in PDF and PS,
 # sizes in points for whatever a figure does not size itself.
 STYLE: dict[str, Any] = {
@@ -86,9 +87,24 @@ class Size:
         return int(self.width * 72 / (points * 0.56))
 
 
-DOUBLE = Size(7.1, "")  # a two-column paper's text width (and the HTML page's figure)
-COLUMN = Size(3.5, "_column")  # one column of it
+# A venue's text width and column width in inches, from its class's \textwidth and \columnwidth in TeX points
+# (72.27 to the inch), rounded down so a figure at natural size never overflows: IEEEtran 516 pt and 252 pt,
+# ACM's acmart sigconf 506.295 pt and 241.14 pt, a 10 pt two-column article 469.75 pt and 229.87 pt.
+VENUES: dict[str, tuple[float, float]] = {"ieee": (7.13, 3.48), "acm": (7.0, 3.33), "article": (6.49, 3.18)}
+VENUE = "ieee"  # the default (docs/metrics.md: figures at print size)
+
+
+def sizes(venue: str = VENUE) -> tuple[Size, Size]:
+    """The full-width and one-column print sizes of ``venue`` (a key of VENUES)."""
+    text, column = VENUES[venue]
+    return Size(text, ""), Size(column, "_column")
+
+
+DOUBLE, COLUMN = sizes()  # the default venue's: a two-column paper's text width (and the HTML page's), one column
 SIZES = (DOUBLE, COLUMN)
+MIN_N = 10  # a group of fewer judged runs is drawn lighter, its rate too uncertain to read like the others
+LIGHT = 0.4  # the alpha of such a group's bars
+X_ROOM = 1.04  # a share axis runs a little past 100% so a whisker's cap at 100% stands clear of the spine
 
 
 @dataclass(frozen=True)
@@ -113,6 +129,7 @@ class Context:
     policies: tuple[str, ...]
     trials: str  # "5 trials", or "3-5 trials" when cells differ
     runs: int  # judged runs in the figure
+    titled: bool = True  # False: no title drawn, the paper's caption says it (--no-figure-titles)
 
     def line(self) -> str:
         models = ", ".join(clean_text(m, 40) for m in self.models[:3]) + (" ..." if len(self.models) > 3 else "")
@@ -207,6 +224,8 @@ def short_folders(paths: list[str]) -> dict[str, str]:
 
 
 def _title(fig: Figure, title: str, context: Context, size: Size) -> None:
+    if not context.titled:
+        return
     fig.suptitle(_wrap(f"{title}\n{context.line()}", size, TITLE), fontsize=TITLE)
 
 
@@ -248,9 +267,25 @@ def _rows_axis(ax: Axes, y: np.ndarray, names: list[str], size: Size, counts: li
 def _share_axis(ax: Axes, y: np.ndarray, names: list[str], size: Size, counts: list[str] | None = None) -> None:
     """Groups top to bottom on y, shares from 0% to 100% on x."""
     _rows_axis(ax, y, names, size, counts)
-    ax.set_xlim(0, 1)
+    ax.set_xlim(0, X_ROOM)
     ticks = [0, 0.5, 1.0] if size.column else [0, 0.25, 0.5, 0.75, 1.0]
     ax.set_xticks(ticks, [f"{t:.0%}" for t in ticks])
+
+
+def small_groups(metrics: Metrics) -> list[bool]:
+    """Which groups hold fewer than MIN_N judged runs (drawn lighter; the axis label says so)."""
+    return [0 < g.judged - g.unverdicted < MIN_N for g in metrics.groups]
+
+
+def _lighten(bars: Any, small: list[bool]) -> None:
+    """Each bar of a small group drawn at LIGHT alpha."""
+    for patch, light in zip(bars, small, strict=True):
+        if light:
+            patch.set_alpha(LIGHT)
+
+
+def _small_note(metrics: Metrics) -> str:
+    return f"; lighter: n < {MIN_N}" if any(small_groups(metrics)) else ""
 
 
 def _count(ax: Axes, y: float, text: str) -> None:
@@ -304,8 +339,10 @@ def verdicts(metrics: Metrics, context: Context, size: Size = DOUBLE) -> Plot:
         names = labels(part)
         y = np.arange(len(names))
         left = np.zeros(len(names))
+        small = small_groups(part)
         for share, drawn in _verdict_segments(part):
-            ax.barh(y + size.shift, share, left=left, edgecolor="white", linewidth=0.5, height=size.bar, **drawn)
+            bars = ax.barh(y + size.shift, share, left=left, edgecolor="white", linewidth=0.5, height=size.bar, **drawn)
+            _lighten(bars, small)
             left += share
         counts = []
         for g in part.groups:
@@ -321,7 +358,8 @@ def verdicts(metrics: Metrics, context: Context, size: Size = DOUBLE) -> Plot:
             "share of judged runs (infrastructure runs"
             + (" and unanswered plan reviews" if some else "")
             + " are not judged; counted beside each group)"
-            + ("; hatched: n/a, every run stopped at one" if marked else ""),
+            + ("; hatched: n/a, every run stopped at one" if marked else "")
+            + _small_note(metrics),
             size,
             FONT / 0.7,  # the axis is about 70% of the figure's width
         ),
@@ -375,7 +413,7 @@ def stop_correctness(metrics: Metrics, context: Context, size: Size = DOUBLE) ->
         high = np.array([g.stop_clustered.high for g in part.groups], dtype=float)
         y = np.arange(len(names))
         shown = np.nan_to_num(rates)
-        ax.barh(y + size.shift, shown, color=palette.STOP_CORRECT, height=size.bar)
+        _lighten(ax.barh(y + size.shift, shown, color=palette.STOP_CORRECT, height=size.bar), small_groups(part))
         error = np.vstack([np.nan_to_num(rates - low), np.nan_to_num(high - rates)])
         ax.errorbar(shown, y + size.shift, xerr=error, fmt="none", ecolor="black", capsize=2, linewidth=0.8)
         counts = [f"{g.stop.successes}/{g.stop.n}{_unanswered(g)}" for g in part.groups]
@@ -385,6 +423,7 @@ def stop_correctness(metrics: Metrics, context: Context, size: Size = DOUBLE) ->
         _wrap(
             "stop-correct rate (bar), 95% interval: cluster bootstrap over stories (whiskers), "
             "correct / judged beside each group"
+            + _small_note(metrics)
             + ("\nhatched: n/a, every run stopped at its own plan review, unanswered" if marked else ""),
             size,
             FONT / 0.7,
@@ -462,10 +501,10 @@ def latency(
     ):
         # recorded in milliseconds, shown in seconds: five-digit millisecond ticks crowd
         data = [_finite(samples.get(g.key, (np.array([]), np.array([])))[index]) / 1000 for g in metrics.groups]
-        ax.boxplot(
-            data,
+        boxes = [box_stats(d) for d in data]
+        ax.bxp(
+            boxes,
             orientation="horizontal",
-            whis=(5, 95),
             showfliers=False,
             positions=np.arange(len(data)) + size.shift,
             widths=size.bar,
@@ -474,11 +513,11 @@ def latency(
             whiskerprops={"linewidth": 0.8},
             capprops={"linewidth": 0.8},
         )
-        p99 = [np.percentile(d, 99) if d.size else np.nan for d in data]
+        p99 = [b["p99"] for b in boxes]
         ax.plot(p99, np.arange(len(data)) + size.shift, "k|", markersize=6)
         _panel_title(ax, f"{what}\nn = {sum(d.size for d in data)} {counted}", size, 2)
         ax.set_xlabel("seconds", fontsize=FONT)
-        highest = max((float(d.max()) for d in data if d.size), default=0.0)
+        highest = max((b["p99"] for b in boxes if b["n"]), default=0.0)
         ax.set_xlim(0, highest * 1.05 if highest > 0 else 1)  # a latency is never negative
         _seconds_axis(ax, size)
         if highest <= 0:
@@ -487,6 +526,16 @@ def latency(
     fig.supxlabel(_wrap("box: p25-p75; line: median; whiskers: p5-p95; tick: p99", size, SMALL), fontsize=SMALL)
     _title(fig, "Latency", context, size)
     return Plot("latency", "Latency per run and per model call", fig, size)
+
+
+def box_stats(values: np.ndarray) -> dict[str, Any]:
+    """A box's statistics for ``Axes.bxp``, computed as the latency table computes them (reports.stats: numpy's
+    linear percentiles): box p25-p75, median, whiskers at p5 and p95 themselves (``boxplot(whis=(5, 95))`` would end
+    them at the furthest sample inside that range, short of the table's p95), and p99 for the tick."""
+    if not values.size:
+        return {"n": 0, "q1": np.nan, "med": np.nan, "q3": np.nan, "whislo": np.nan, "whishi": np.nan, "p99": np.nan}
+    p5, q1, med, q3, p95, p99 = (float(v) for v in np.percentile(values, [5, *BOX_PERCENTILES, 95, 99]))
+    return {"n": int(values.size), "q1": q1, "med": med, "q3": q3, "whislo": p5, "whishi": p95, "p99": p99}
 
 
 def _finite(values: np.ndarray) -> np.ndarray:
@@ -570,6 +619,32 @@ def decision_share(
     return Plot("decision_share", "Decision events per run by kind and decision maker", fig, size)
 
 
+def makers(
+    metrics: Metrics,
+    samples: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]],
+    context: Context,
+    cells: Metrics | None = None,
+    decisions: Mapping[tuple[str, ...], DecisionTally] | None = None,
+    size: Size = DOUBLE,
+) -> dict[str, Callable[[], Plot]]:
+    """Each figure's name and the call that draws it at one print size: apart, so each can be drawn in a process of
+    its own. ``cells`` (the mode x scenario metrics) turns stop-correctness into a heatmap at full width (one column
+    keeps the bars: a heatmap of every scenario does not fit it), and ``decisions`` (reports.decision_kinds, same
+    grouping) adds the who-decided figure."""
+    heat = cells is not None and not size.column
+    made: dict[str, Callable[[], Plot]] = {
+        "verdicts": lambda: verdicts(metrics, context, size),
+        "stop_correctness": lambda: (
+            heatmap(cells, context, size) if heat and cells else stop_correctness(metrics, context, size)
+        ),
+        "latency": lambda: latency(metrics, samples, context, size),
+        "tokens": lambda: tokens(metrics, context, size),
+    }
+    if decisions is not None:
+        made["decision_share"] = lambda: decision_share(metrics, decisions, context, size)
+    return made
+
+
 def all_plots(
     metrics: Metrics,
     samples: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]],
@@ -578,21 +653,6 @@ def all_plots(
     decisions: Mapping[tuple[str, ...], DecisionTally] | None = None,
     size: Size = DOUBLE,
 ) -> list[Plot]:
-    """Every figure for one grouping at one print size; ``cells`` (the mode x scenario metrics) turns
-    stop-correctness into a heatmap at full width (one column keeps the bars: a heatmap of every scenario does
-    not fit it), and ``decisions`` (reports.decision_kinds, same grouping) adds the who-decided figure."""
+    """Every figure for one grouping at one print size (``makers``), drawn here, one after another."""
     with style():
-        correctness = (
-            heatmap(cells, context, size)
-            if cells is not None and not size.column
-            else stop_correctness(metrics, context, size)
-        )
-        plots = [
-            verdicts(metrics, context, size),
-            correctness,
-            latency(metrics, samples, context, size),
-            tokens(metrics, context, size),
-        ]
-        if decisions is not None:
-            plots.append(decision_share(metrics, decisions, context, size))
-    return plots
+        return [make() for make in makers(metrics, samples, context, cells, decisions, size).values()]

@@ -3,7 +3,7 @@
 Each table is written twice: full width (a ``table*`` spanning both columns) and narrow (a ``table`` in one
 column, keeping the key columns and those declared ``narrow``). A table longer than a page is a ``longtable``
 instead (one-column pages: an appendix). Columns that do not fit the width are not shrunk: they go on in a
-further part of the same table, the key columns repeated. The body is set by pandas' ``Styler.to_latex``;
+further part of the same table, the key columns repeated. The body is written here, row by row (booktabs rules);
 docs/metrics.md (LaTeX tables) says how to include them and which packages the preamble needs.
 """
 
@@ -14,8 +14,6 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
-
-import pandas as pd
 
 from harness.records.verdicts import GLOSSARY
 from reports.load import clean_text
@@ -247,9 +245,32 @@ def _header(cell: Cell) -> str:
     return f"\\begin{{tabular}}[b]{{@{{}}{align}@{{}}}}" + "\\\\".join(lines) + "\\end{tabular}"
 
 
-def _frame(part: Sequence[Cell]) -> pd.DataFrame:
-    rows = [[latex_escape(c.cells[i], c.prose) for c in part] for i in range(len(part[0].cells))]
-    return pd.DataFrame(rows, columns=pd.Index([_header(c) for c in part]))
+def _rows(part: Sequence[Cell]) -> list[str]:
+    """The header row, then one row per record, each ending in ``\\\\``."""
+    rows = [[_header(c) for c in part]]
+    rows += [[latex_escape(c.cells[i], c.prose) for c in part] for i in range(len(part[0].cells))]
+    return [" & ".join(row) + " \\\\" for row in rows]
+
+
+def _tabular(part: Sequence[Cell], spec: str) -> str:
+    """A tabular, or a tabularx as wide as the line when a paragraph column shares what the others leave of it."""
+    environment, width = ("tabularx", "{\\linewidth}") if any(c.prose for c in part) else ("tabular", "")
+    header, *body = _rows(part)
+    lines = [f"\\begin{{{environment}}}{width}{{{spec}}}", "\\toprule", header, "\\midrule", *body, "\\bottomrule"]
+    return "\n".join([*lines, f"\\end{{{environment}}}"]) + "\n"
+
+
+def _longtable(part: Sequence[Cell], spec: str, caption: str, label: str | None) -> str:
+    """A longtable whose header repeats on every page, "Continued on next page" at the foot of all but the last."""
+    header, *body = _rows(part)
+    first = f"\\caption{{{caption}}} \\label{{{label}}} \\\\" if label else f"\\caption*{{{caption}}} \\\\"
+    lines = [
+        f"\\begin{{longtable}}{{{spec}}}", first, "\\toprule", header, "\\midrule", "\\endfirsthead",
+        f"\\caption[]{{{caption}}} \\\\", "\\toprule", header, "\\midrule", "\\endhead", "\\midrule",
+        f"\\multicolumn{{{len(part)}}}{{r}}{{Continued on next page}} \\\\", "\\midrule", "\\endfoot",
+        "\\bottomrule", "\\endlastfoot", *body, "\\end{longtable}",
+    ]  # fmt: skip
+    return "\n".join(lines) + "\n"
 
 
 # ------------------------------------------------------------------ floats and long tables
@@ -291,11 +312,7 @@ def _float(parts: list[list[Cell]], caption: str, label: str, layout: Layout) ->
         f"\\setlength{{\\tabcolsep}}{{{layout.tabcolsep:g}pt}}",
     ]
     for index, part in enumerate(parts):
-        prose = any(c.prose for c in part)
-        tabular = _frame(part).style.hide(axis="index").to_latex(column_format=_spec(part, "X"), hrules=True)
-        if prose:  # the paragraph columns share what the others leave of the line
-            tabular = tabular.replace("\\begin{tabular}", "\\begin{tabularx}{\\linewidth}", 1)
-            tabular = tabular.replace("\\end{tabular}\n", "\\end{tabularx}\n")
+        tabular = _tabular(part, _spec(part, "X"))
         if index:
             lines.append("\\par\\medskip")
         lines.append(tabular.rstrip("\n"))
@@ -307,20 +324,10 @@ def _long(parts: list[list[Cell]], caption: str, label: str, layout: Layout) -> 
     for index, part in enumerate(parts):
         share = math.floor(_prose_width(part, layout) / layout.width * 1000) / 1000
         title = caption if not index else f"{caption} (continued)"
-        text = (
-            _frame(part)
-            .style.hide(axis="index")
-            .to_latex(
-                column_format=_spec(part, f"p{{{share:g}\\linewidth}}"),
-                hrules=True,
-                environment="longtable",
-                caption=title,
-                label=label,
-            )
-        )
         if index:  # a further part of the same table: no new number, no second label
-            text = text.replace(f"\\caption{{{title}}} \\label{{{label}}}", f"\\caption*{{{title}}}", 1)
             chunks.append("\\addtocounter{table}{-1}")
+        spec = _spec(part, f"p{{{share:g}\\linewidth}}")
+        text = _longtable(part, spec, title, None if index else label)
         chunks.append(text.rstrip("\n"))
     return "\n".join(chunks) + "\n"
 

@@ -17,7 +17,8 @@ class RunInfo:
 
     folder: str
     status: str | None = None
-    model: str | None = None
+    model: str | None = None  # the first model's label (the manifest's ``model``)
+    models: tuple[str, ...] = ()  # every model's label in the order they ran; a one-model manifest: its model
     model_source: str | None = None
     gateway_policy: str | None = None
     trials: int | None = None
@@ -49,6 +50,7 @@ def read_run_info(folder: Path) -> RunInfo | None:
         str(folder),
         status=_text(data, "status"),
         model=_text(data, "model"),
+        models=_models(data),
         model_source=_text(data, "model_source"),
         gateway_policy=_text(data, "gateway_policy"),
         trials=_count(data, "trials"),
@@ -63,6 +65,18 @@ def read_run_info(folder: Path) -> RunInfo | None:
 def _text(data: dict[str, Any], key: str) -> str | None:
     value = data.get(key)
     return value if isinstance(value, str) else None
+
+
+def _models(data: dict[str, Any]) -> tuple[str, ...]:
+    """Every model's label from ``models`` (each entry's ``label``), or the one ``model`` of an older manifest."""
+    entries = data.get("models")
+    labels = (
+        [e["label"] for e in entries if isinstance(e, dict) and isinstance(e.get("label"), str)]
+        if isinstance(entries, list)
+        else []
+    )
+    first = _text(data, "model")
+    return tuple(dict.fromkeys(labels)) or ((first,) if first else ())
 
 
 def _texts(data: dict[str, Any], key: str) -> dict[str, str]:

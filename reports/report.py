@@ -13,6 +13,7 @@ from harness.errors import UserInputError
 from reports import figures as figs
 from reports import tables as tbl
 from reports.decision_kinds import decision_tallies
+from reports.figure_files import Drawn, FigureInputs, Rendering
 from reports.html import EmbeddedFigure, Section, page
 from reports.latex import latex_files
 from reports.load import SkippedLine, Traces, clean_text, load_traces
@@ -20,7 +21,7 @@ from reports.metrics import GROUP_KEYS, GROUPINGS, Grouping, Metrics, compute, l
 from reports.paired import paired_table
 from reports.prices import PriceTable
 from reports.provenance import provenance_warnings
-from reports.runs_explorer import RunsTable, runs_table
+from reports.runs_explorer import runs_table
 from reports.spectrum import spectrum_tables
 from reports.writing import write_whole
 
@@ -34,7 +35,6 @@ SECTION_TITLES = {
     "policy": "Per gateway policy and mode",
     "run": "Per run folder and mode",
 }
-DPI = 200  # PNG resolution: print quality
 # The event columns the metrics (reports/metrics.py: classify_runs, looping_runs, prepare) and the groupings read;
 # the loader keeps only these, so ten million events report within 2 GiB (docs/scale.md: reports at scale).
 EVENT_COLUMNS_READ = (
@@ -126,7 +126,7 @@ def trials_text(runs: pd.DataFrame) -> str:
     return f"{low} trial{'s' if low != 1 else ''}" if low == high else f"{low}-{high} trials"
 
 
-def figure_context(runs: pd.DataFrame, metrics: Metrics) -> figs.Context:
+def figure_context(runs: pd.DataFrame, metrics: Metrics, titled: bool = True) -> figs.Context:
     models = sorted(runs["model"].astype(str).unique()) if not runs.empty else []
     order = {"enforce": 0, "audit": 1}
     policies = (
@@ -134,7 +134,8 @@ def figure_context(runs: pd.DataFrame, metrics: Metrics) -> figs.Context:
         if not runs.empty
         else []
     )
-    return figs.Context(tuple(models), tuple(policies), trials_text(runs), sum(g.judged for g in metrics.groups))
+    judged = sum(g.judged for g in metrics.groups)
+    return figs.Context(tuple(models), tuple(policies), trials_text(runs), judged, titled)
 
 
 def build_report(
@@ -143,8 +144,14 @@ def build_report(
     formats: Sequence[str] = FORMATS,
     by: Grouping = "mode",
     prices: PriceTable | None = None,
+    venue: str = figs.VENUE,
+    figure_titles: bool = True,
 ) -> ReportResult:
-    """Loads the traces of ``paths``, computes every grouping's metrics and writes the report to ``out``."""
+    """Loads the traces of ``paths``, computes every grouping's metrics and writes the report to ``out``: the
+    figures drawn in worker processes (reports.figure_files) while the tables and run pages are written here.
+
+    ``venue``: whose text and column widths the figures are drawn at (reports.figures.VENUES); ``figure_titles``:
+    False leaves the figures untitled, for a paper whose captions say it."""
     folders = [Path(p) for p in paths]
     traces = load_traces(folders, columns=EVENT_COLUMNS_READ, outcome_lists=False)
     if traces.events.empty:
@@ -167,20 +174,18 @@ def build_report(
     metrics = {g: compute(traces, g, prepared=prepared) for g in groupings}
     # A column of one bar per mode x scenario is unreadable: those cells become a heatmap, the rest stays per mode.
     shown: Grouping = "mode" if by == "scenario" else by
-    context = figure_context(runs, metrics[shown])
+    context = figure_context(runs, metrics[shown], figure_titles)
     cells = metrics["scenario"] if by == "scenario" else None
-    drawn = (metrics[shown], latency_samples(prepared, shown), context, cells)
     decisions = decision_tallies(events, GROUP_KEYS[shown])  # who decided, kind by kind
-    rendered = [_render(plot) for plot in figs.all_plots(*drawn, decisions)]
-    # Each figure again at one column's width (NAME_column.pdf): PDF only, the HTML page shows the full width.
-    columns = {p.stem: figs.to_bytes(p.figure, "pdf") for p in figs.all_plots(*drawn, decisions, figs.COLUMN)}
+    inputs = FigureInputs(metrics[shown], latency_samples(prepared, shown), context, cells, decisions, venue)
+    rendering = Rendering(inputs)  # drawn meanwhile
     stories = metrics["scenario"] if "scenario" in metrics else compute(traces, "scenario", prepared=prepared)
     mode_tables = [tbl.seed000_table(metrics["mode"]), *spectrum_tables(stories)]
     intro = f"Grouped per {tbl.per(metrics[shown])}"
     if by == "scenario":
         intro += "; stop-correctness per mode x scenario"
     # The headline first, then the figures, then every grouping's tables (its headline only where not shown yet).
-    sections = [Section("Summary", [tbl.main_table(metrics[by])], []), Section("Figures", [], rendered, intro + ".")]
+    sections = [Section("Summary", [tbl.main_table(metrics[by])], [])]
     for g in groupings:
         lead = mode_tables if g == "mode" else []
         main = [] if g == by else [tbl.main_table(metrics[g])]
@@ -195,24 +200,24 @@ def build_report(
     warnings = skip_warnings(traces)
     header = status_lines(traces)
     meta = [*_meta(traces, runs, prices), *header]
-    files = _write(
-        out,
-        formats,
-        rendered,
-        sections,
-        [tbl.metrics_table(m) for m in metrics.values()],
-        meta,
-        warnings,
-        context.line(),
-        runs_table(runs) if "html" in formats else None,
-    )
-    for stem, pdf in columns.items():
-        write_whole(out / "figures" / f"{stem}.pdf", pdf)
-        files.append(out / "figures" / f"{stem}.pdf")
+    files = _write_tables(out, formats, sections, [tbl.metrics_table(m) for m in metrics.values()], context.line())
+    pages = None
     if "html" in formats:  # every run's timeline on a page of its own, linked from report.html
         from reports.run_page import write_run_pages
 
-        files += write_run_pages(traces, out)  # and the runs table's run ids open them
+        pages = write_run_pages(traces, out)
+        files += pages.written
+    drawn = rendering.result()
+    files += _write_figures(out, drawn)
+    rendered = [EmbeddedFigure(d.name, d.title, d.png, d.pdf) for d in drawn]
+    sections.insert(1, Section("Figures", [], rendered, intro + "."))
+    if "md" in formats:
+        write_whole(out / "report.md", _markdown(sections, meta, warnings))
+        files.append(out / "report.md")
+    if pages is not None:
+        text = page("bench report", meta, warnings, sections, runs_table(runs))
+        write_whole(out / "report.html", pages.link(text))  # the run ids in its tables open the run pages
+        files.append(out / "report.html")
     return ReportResult(
         out=out,
         main=tbl.main_table(metrics[by]),
@@ -237,7 +242,7 @@ def _meta(traces: Traces, runs: pd.DataFrame, prices: PriceTable | None) -> list
     for info in traces.run_info:
         facts = [
             f"status {info.status}" if info.status else "",
-            f"model {info.model}" if info.model else "",
+            _models_text(info.models) if info.models else "",
             f"source {info.model_source}" if info.model_source else "",
             f"gateway {info.gateway_policy}" if info.gateway_policy else "",
             f"{info.trials} trials" if info.trials else "",
@@ -249,32 +254,32 @@ def _meta(traces: Traces, runs: pd.DataFrame, prices: PriceTable | None) -> list
     return lines
 
 
-def _render(plot: figs.Plot) -> EmbeddedFigure:
-    png = figs.to_bytes(plot.figure, "png", DPI)
-    plot.figure.set_layout_engine("none")  # the layout the PNG computed holds for the PDF: not worked out twice
-    return EmbeddedFigure(plot.name, plot.title, png, figs.to_bytes(plot.figure, "pdf"))
+def _models_text(models: Sequence[str]) -> str:
+    return f"model {models[0]}" if len(models) == 1 else f"{len(models)} models: {', '.join(models)}"
 
 
-def _write(
-    out: Path,
-    formats: Sequence[str],
-    rendered: list[EmbeddedFigure],
-    sections: list[Section],
-    metric_tables: list[tbl.Table],
-    meta: list[str],
-    warnings: list[str],
-    context: str,
-    runs: RunsTable | None = None,
+def _write_figures(out: Path, drawn: list[Drawn]) -> list[Path]:
+    written = []
+    for figure in drawn:
+        for name, data in (
+            (f"{figure.name}.png", figure.png),
+            (f"{figure.name}.pdf", figure.pdf),
+            (f"{figure.name}{figs.COLUMN.suffix}.pdf", figure.column_pdf),
+        ):
+            write_whole(out / "figures" / name, data)
+            written.append(out / "figures" / name)
+    return written
+
+
+def _write_tables(
+    out: Path, formats: Sequence[str], sections: list[Section], metric_tables: list[tbl.Table], context: str
 ) -> list[Path]:
     written: list[Path] = []
 
-    def put(path: Path, data: str | bytes) -> None:
+    def put(path: Path, data: str) -> None:
         write_whole(path, data)
         written.append(path)
 
-    for figure in rendered:
-        put(out / "figures" / f"{figure.name}.png", figure.png)
-        put(out / "figures" / f"{figure.name}.pdf", figure.pdf)
     tables = [t for s in sections for t in s.tables]
     if "csv" in formats:
         for table in [*tables, *metric_tables]:
@@ -283,10 +288,6 @@ def _write(
         for table in tables:  # NAME.tex full width (table*, or a longtable when long), NAME_narrow.tex one column
             for name, text in latex_files(table, context).items():
                 put(out / "tables" / name, text)
-    if "md" in formats:
-        put(out / "report.md", _markdown(sections, meta, warnings))
-    if "html" in formats:
-        put(out / "report.html", page("bench report", meta, warnings, sections, runs))
     return written
 
 

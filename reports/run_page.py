@@ -307,15 +307,29 @@ def _ending_blocks(end: Ending | None) -> list[str]:
     return parts
 
 
-def write_run_pages(traces: Traces, out: Path, library: Path | None = None) -> list[Path]:
-    """Writes a page per run under ``out/runs/`` and links report.html to them; returns the pages written.
+@dataclass(frozen=True)
+class RunPages:
+    """The run pages written, and how report.html's run ids link to them."""
+
+    written: list[Path]
+    links: list[RunLink]
+    total: int  # runs in the report, pages written or not
+
+    def link(self, report: str) -> str:
+        """report.html's text with every run id in its tables and runs table opening its run's page; past
+        MAX_RUN_PAGES runs, a note saying how to open a run instead."""
+        pages: dict[str, str] = {}
+        for link in self.links:  # a run id in two folders links its first page
+            pages.setdefault(link.timeline.run.run_id, link.href)
+        return with_run_pages(link_report(report, self.links, self.total), pages)
+
+
+def write_run_pages(traces: Traces, out: Path, library: Path | None = None) -> RunPages:
+    """Writes a page per run under ``out/runs/``; the result links report.html's text to them.
 
     ``library``: the scenario folder the runs' stories are read from (default: the project's scenarios/).
     Past MAX_RUN_PAGES runs no page is written and report.html says how to open a run instead.
     """
-    report = out / "report.html"
-    if not report.is_file():
-        return []
     total = len(traces.runs) + traces.incomplete_runs
     written: list[Path] = []
     links: list[RunLink] = []
@@ -348,11 +362,7 @@ def write_run_pages(traces: Traces, out: Path, library: Path | None = None) -> l
             target = out / RUNS_DIR / f"{name}.html"
             _put(target, page(t, extras=extras))
             written.append(target)
-    pages: dict[str, str] = {}
-    for link in links:  # a run id in two folders links its first page
-        pages.setdefault(link.timeline.run.run_id, link.href)
-    _put(report, with_run_pages(link_report(report.read_text(encoding="utf-8"), links, total), pages))
-    return written
+    return RunPages(written, links, total)
 
 
 def _cell(t: Timeline) -> tuple[str, str, str, str | None]:

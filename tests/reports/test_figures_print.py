@@ -23,6 +23,7 @@ from reports.decision_kinds import decision_tallies
 from reports.load import load_traces
 from reports.metrics import GROUP_KEYS, compute, latency_samples, prepare
 from reports.report import build_report, figure_context
+from reports.tables import latency_table
 from tests.helpers.report_fixtures import Call, Run, write_runs
 
 AUDIT = RECORDED_MODEL.with_name("smollm2-135m-audit")
@@ -185,3 +186,68 @@ def test_the_figures_draw_only_palette_colours_for_meanings(drawn):
 
 def palette_rgb(colour) -> tuple[float, ...]:
     return tuple(round(v, 3) for v in to_rgb(colour))
+
+
+def whisker_ends(ax, row: float) -> tuple[float, float]:
+    """The lowest and highest x of the whisker lines drawn on ``row`` (each whisker a horizontal two-point line)."""
+    xs = [x for line in ax.lines if list(line.get_ydata()) == [row, row] for x in line.get_xdata()]
+    return min(xs), max(xs)
+
+
+def test_latency_whiskers_end_at_the_latency_tables_p95_not_at_a_sample_inside_it():
+    traces = load_traces([RECORDED_MODEL])
+    prepared = prepare(traces)
+    metrics = compute(traces, "mode", prepared=prepared)
+    plot = figs.latency(metrics, latency_samples(prepared, "mode"), figure_context(prepared.runs, metrics))
+    table = latency_table(metrics)
+    for ax, scope in zip(plot.figure.axes[:2], ("run", "call"), strict=True):
+        p95 = next(c for c in table.columns if c.header == f"{scope} p95 ms")
+        for row, group in enumerate(metrics.groups):
+            assert whisker_ends(ax, row)[1] == pytest.approx(p95.get(group) / 1000), (scope, group.mode)
+    workflow = metrics.groups.index(next(g for g in metrics.groups if g.mode == "workflow"))
+    assert whisker_ends(plot.figure.axes[0], workflow)[1] > 34  # 34.6 s in the table; boxplot's whis drew 20.0
+
+
+@pytest.mark.parametrize("venue", sorted(figs.VENUES))
+def test_each_venue_draws_at_its_text_and_column_width(venue, tmp_path):
+    out = tmp_path / "r"
+    build_report([RECORDED_MODEL], out, formats=["md"], venue=venue)
+    text, column = figs.VENUES[venue]
+    for stem, width in (("verdicts", text), ("verdicts_column", column)):
+        info = subprocess.run(
+            [poppler("pdfinfo"), str(out / "figures" / f"{stem}.pdf")], capture_output=True, text=True
+        )
+        points = float(next(line for line in info.stdout.splitlines() if line.startswith("Page size")).split()[2])
+        assert points == pytest.approx(width * 72, abs=0.5), stem
+
+
+def test_venue_widths_never_exceed_the_classes_widths_in_tex_points():
+    classes = {"ieee": (516.0, 252.0), "acm": (506.295, 241.14), "article": (469.75, 229.87)}
+    for venue, (text, column) in figs.VENUES.items():
+        assert text * 72.27 <= classes[venue][0] and column * 72.27 <= classes[venue][1], venue
+
+
+def test_figures_drawn_untitled_have_no_title():
+    traces = load_traces([RECORDED_MODEL])
+    prepared = prepare(traces)
+    metrics = compute(traces, "mode", prepared=prepared)
+    untitled = figure_context(prepared.runs, metrics, titled=False)
+    for plot in figs.all_plots(metrics, latency_samples(prepared, "mode"), untitled):
+        title = plot.figure.get_suptitle()
+        assert title == "", (plot.name, title)
+    titled = figs.all_plots(metrics, latency_samples(prepared, "mode"), figure_context(prepared.runs, metrics))
+    assert all(plot.figure.get_suptitle() for plot in titled)
+
+
+def test_share_axes_run_past_100_percent_and_small_groups_are_drawn_lighter():
+    traces = load_traces([RECORDED_MODEL])
+    prepared = prepare(traces)
+    metrics = compute(traces, "mode", prepared=prepared)
+    plot = figs.stop_correctness(metrics, figure_context(prepared.runs, metrics))
+    ax = plot.figure.axes[0]
+    assert ax.get_xlim()[1] > 1.0  # a cap at 100% stands clear of the spine
+    small = figs.small_groups(metrics)
+    assert any(small) and not all(small)  # hybrid_planner: 1 judged run of 24 (23 unanswered reviews)
+    alphas = [patch.get_alpha() for patch in ax.patches[: len(small)]]
+    assert [a == figs.LIGHT for a in alphas] == small
+    assert f"lighter: n < {figs.MIN_N}" in ax.get_xlabel().replace("\n", " ")
