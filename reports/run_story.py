@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import UserInputError
+from harness.models.recording import RECORDING_FILE
 from harness.models.run_calls import ModelCall, Recorded, read_calls
 from harness.records.manifest import Manifest, read_manifest
 from harness.records.run_path import workflow_path
@@ -53,7 +54,8 @@ class RunExtras:
 
 
 class FolderFacts:
-    """One run folder read once for every run of it: its manifest (hashes, label) and its recording."""
+    """One run folder read once for every run of it: its manifest (hashes, label) and its recording, or, for a
+    replay, the recording its manifest's ``replay_of`` names (the calls the replayed runs were answered from)."""
 
     def __init__(self, folder: Path):
         self.folder = folder
@@ -61,6 +63,19 @@ class FolderFacts:
         with contextlib.suppress(UserInputError):
             self.manifest = read_manifest(folder)
         self.recorded: Recorded | None = read_calls(folder)
+        self.origin = RECORDING_FILE
+        self.missing: str | None = None  # why there is no recording to show
+        replayed = self.manifest.replay_of if self.manifest is not None else None
+        if self.recorded is None and replayed:
+            found = replayed_folder(folder, replayed)
+            self.recorded = read_calls(found) if found is not None else None
+            if self.recorded is not None:
+                self.origin = f"{found / RECORDING_FILE}, the recording this run replayed"
+            else:
+                self.missing = (
+                    f"no {RECORDING_FILE} in this run's folder, and none in the recording it replayed "
+                    f"({replayed}): gone or moved since"
+                )
 
     @property
     def label(self) -> str | None:
@@ -69,13 +84,23 @@ class FolderFacts:
     def calls(self, scenario: str, mode: str, trial: int | None, model: str) -> tuple[list[ModelCall] | None, str]:
         """The run's calls and one line on where they come from (or why there are none)."""
         if self.recorded is None:
-            return None, (
-                "no recording.jsonl in this run's folder: only live runs record what the model was sent "
-                "(a scripted or replayed model's runs do not)"
+            return None, self.missing or (
+                f"no {RECORDING_FILE} in this run's folder: only live runs record what the model was sent "
+                "(a scripted model's runs do not)"
             )
         found = self.recorded.calls.get((scenario, mode, trial if trial is not None else -1, model), [])
         skipped = f"; {self.recorded.skipped} unreadable lines of it skipped" if self.recorded.skipped else ""
-        return found, f"{len(found)} calls from recording.jsonl{skipped}"
+        return found, f"{len(found)} calls from {self.origin}{skipped}"
+
+
+def replayed_folder(folder: Path, replay_of: str) -> Path | None:
+    """The folder a replay's manifest names, as written (absolute, or relative to where bench ran), relative to the
+    run folder, or relative to the project; None when none of them holds a recording."""
+    named = Path(replay_of)
+    for candidate in (named, folder / named, LIBRARY.parent / named):
+        if (candidate / RECORDING_FILE).is_file():
+            return candidate
+    return None
 
 
 class StoryFinder:

@@ -420,3 +420,44 @@ def test_show_scenario_prints_its_workflow_as_mermaid_and_an_unknown_name_is_one
     assert out.startswith("flowchart TD\n") and "n_fix -.-> n_build" in out
     code, out, err = bench(monkeypatch, capsys, "show-scenario", "no_such_story")
     assert code == 2 and err.startswith("error: unknown scenario 'no_such_story'") and len(err.splitlines()) == 1
+
+
+def test_show_with_prompts_on_a_replay_prints_the_calls_of_the_recording_it_replayed(monkeypatch, capsys, tmp_path):
+    """The main job replays the committed recording: its runs' prompts are the recording's, named by replay_of."""
+    out = tmp_path / "r"
+    code, _, err = bench(
+        monkeypatch, capsys, "run", "--scenario", "data_migration", "--mode", "workflow", "--out", str(out)
+    )
+    assert code == 0, err
+    assert json.loads((out / "manifest.json").read_text())["replay_of"]
+    run_id = next(e.run_id for e in read_events(out / "traces.jsonl") if e.trial == 1)
+    recorded = ROOT / "results" / "recorded" / "smollm2-135m" / "recording.jsonl"
+    calls = [
+        line
+        for line in recorded.read_text().splitlines()
+        if '"scenario":"data_migration","mode":"workflow","trial":1,' in line
+    ]
+    code, shown, err = bench(monkeypatch, capsys, "show", str(out), "--run", run_id, "--prompts")
+    assert code == 0, err
+    assert f"model calls: {len(calls)} calls from " in shown and "the recording this run replayed" in shown
+    assert "  [answer]" in shown and "  [system]" in shown
+
+
+def test_show_with_prompts_says_in_one_line_when_the_replayed_recording_is_gone(monkeypatch, capsys, tmp_path):
+    out = tmp_path / "r"
+    code, _, err = bench(
+        monkeypatch, capsys, "run", "--scenario", "data_migration", "--mode", "workflow", "--out", str(out)
+    )
+    assert code == 0, err
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["replay_of"] = str(tmp_path / "moved-away")
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    run_id = next(e.run_id for e in read_events(out / "traces.jsonl"))
+    code, shown, err = bench(monkeypatch, capsys, "show", str(out), "--run", run_id, "--prompts")
+    assert code == 0, err
+    said = [line for line in shown.splitlines() if line.startswith("model calls: ")]
+    gone = tmp_path / "moved-away"
+    expected = (
+        f"no recording.jsonl in this run's folder, and none in the recording it replayed ({gone}): gone or moved since"
+    )
+    assert said == [f"model calls: {expected}"]

@@ -16,10 +16,11 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from harness.models import RECORDED_MODEL
 from reports import figures as figs
 from reports.decision_kinds import decision_tallies
+from reports.figure_files import DPI
 from reports.latex import PACKAGES, latex_escape, to_latex
 from reports.load import load_traces
 from reports.metrics import GROUP_KEYS, compute, latency_samples, prepare
-from reports.report import DPI, build_report, figure_context
+from reports.report import build_report, figure_context
 from reports.tables import Column, Table
 from tests.helpers.report_fixtures import Call, Run, write_runs
 
