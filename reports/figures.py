@@ -1,8 +1,8 @@
 """Report figures with matplotlib's Agg canvas: verdicts, stop-correctness, latency, tokens, who decided.
 
 Paper-ready by construction: each figure is made at its print size, a venue's full text width or one column
-(``VENUES``: IEEE's by default, ``DOUBLE`` and ``COLUMN``), with its fonts set in points (never below ``SMALL``, 7 pt), so
-nothing shrinks when it is placed at 100%. Each is titled with what it shows and the facts that qualify it
+(``VENUES``: IEEE's by default, ``DOUBLE`` and ``COLUMN``), with its fonts set in points (never below ``SMALL``,
+7 pt), so nothing shrinks when it is placed at 100%. Each is titled with what it shows and the facts that qualify it
 (model, gateway policy, trials, n), states n on every panel, keeps its legend outside the data, takes its
 colours from ``reports.palette`` (one colour, one meaning, across every figure) and writes PDFs with TrueType
 (Type 42) fonts, which publishers' checkers accept where they reject Type 3. ``--by scenario`` gets a

@@ -69,7 +69,7 @@ class FolderFacts:
         if self.recorded is None and replayed:
             found = replayed_folder(folder, replayed)
             self.recorded = read_calls(found) if found is not None else None
-            if self.recorded is not None:
+            if found is not None and self.recorded is not None:
                 self.origin = f"{found / RECORDING_FILE}, the recording this run replayed"
             else:
                 self.missing = (
