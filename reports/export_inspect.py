@@ -3,7 +3,10 @@
 One log per (model, mode, gateway policy): bench never pools an enforcing and an auditing gateway, so a folder of
 one policy gives one log per model and mode. A sample is a run: its id the scenario, its epoch the trial (inspect
 groups a story's trials as epochs of one sample), its events every trace line (a gateway action as a tool event,
-everything else as an info event holding the line), its scores bench's own verdicts. The log's results are the
+everything else as an info event holding the line) with each model call of the run's recording as a model event
+before its step (messages, answer, tokens, time: inspect's transcript), its messages the conversation those calls
+make (inspect's Messages tab), its scores bench's own verdicts. The recording is the folder's, or for a replay the
+one its manifest's ``replay_of`` names (reports/run_story.py). The log's results are the
 numbers ``bench report`` shows for that group (reports/metrics.py), not recomputed by inspect.
 
 inspect_ai is an optional extra (``bench[inspect]``), imported here only: without it the export is refused in one
@@ -35,6 +38,12 @@ from reports.export_lines import default_out, kept_lines, write_whole_file
 from reports.load import Traces, load_traces
 from reports.metrics import GroupMetrics, compute
 from reports.report import skip_warnings
+from reports.run_story import FolderFacts
+
+if TYPE_CHECKING:
+    from inspect_ai.model import ChatMessage, ModelUsage
+
+    from harness.models.run_calls import ModelCall
 
 if TYPE_CHECKING:
     from inspect_ai.event import Event
@@ -127,6 +136,7 @@ def _eval_log(traces: Traces, runs: pd.DataFrame, group: GroupMetrics) -> EvalLo
     model, mode, policy = (str(runs[k].iloc[0]) for k in LOG_KEYS)
     runs = runs.sort_values(["scenario", "trial", "run_id"], kind="stable")
     samples = list(_samples(traces, runs))
+    usage = _total_usage([s.model_usage.get(model) for s in samples])
     starts = [s.started_at for s in samples if s.started_at]
     ends = [s.completed_at for s in samples if s.completed_at]
     created = min(starts) if starts else datetime.now(UTC).isoformat()
@@ -144,7 +154,7 @@ def _eval_log(traces: Traces, runs: pd.DataFrame, group: GroupMetrics) -> EvalLo
         dataset=EvalDataset(
             name="bench scenarios",
             location=folder,
-            samples=len(samples),
+            samples=runs["scenario"].nunique(),  # distinct samples: inspect multiplies them by the epochs
             sample_ids=sorted({str(s) for s in runs["scenario"]}),
         ),
         model=model,
@@ -160,7 +170,9 @@ def _eval_log(traces: Traces, runs: pd.DataFrame, group: GroupMetrics) -> EvalLo
         results=EvalResults(
             total_samples=len(samples), completed_samples=len(samples), scores=_results(group, len(samples))
         ),
-        stats=EvalStats(started_at=created, completed_at=max(ends) if ends else created),
+        stats=EvalStats(
+            started_at=created, completed_at=max(ends) if ends else created, model_usage={model: usage} if usage else {}
+        ),
         samples=samples,
     )
 
@@ -207,19 +219,43 @@ def _nan(value: float | int) -> bool:
 # ---------------------------------------------------------------- samples
 
 
+def _total_usage(usages: list[ModelUsage | None]) -> ModelUsage | None:
+    """The samples' token counts summed (inspect's ModelUsage adds), None when no sample has any."""
+    present = [u for u in usages if u is not None]
+    if not present:
+        return None
+    total = present[0]
+    for usage in present[1:]:
+        total = total + usage
+    return total
+
+
 def _samples(traces: Traces, runs: pd.DataFrame) -> Iterator[EvalSample]:
-    """One sample per run, in the order of ``runs``, each with its trace lines as events."""
+    """One sample per run, in the order of ``runs``, each with its trace lines as events and its recorded calls."""
+    folders: dict[str, FolderFacts] = {}
     events = traces.events
     wanted = np.flatnonzero(events["run_id"].isin(runs["run_id"].astype(str)).to_numpy())
     lines: dict[str, list[dict[str, Any]]] = {}
     for _, line in kept_lines(traces, wanted):
         lines.setdefault(str(line.get("run_id")), []).append(line)
-    for row in runs.itertuples(index=False):
-        yield _sample(row, sorted(lines.get(str(row.run_id), []), key=lambda line: line.get("seq", 0)))
+    rows: Iterator[Any] = runs.itertuples(index=False)
+    for row in rows:
+        source = str(row.source)
+        facts = folders.setdefault(source, FolderFacts(_folder(source)))
+        calls, _ = facts.calls(str(row.scenario), str(row.mode), int(row.trial), str(row.model))
+        run_lines = sorted(lines.get(str(row.run_id), []), key=lambda line: line.get("seq", 0))
+        yield _sample(row, run_lines, calls or [])
 
 
-def _sample(row: Any, run_lines: list[dict[str, Any]]) -> EvalSample:
-    """A run (a row of the runs table) and its trace lines as an inspect sample: the scenario's epoch ``trial``."""
+def _folder(source: str) -> Path:
+    """The run folder of a runs-table ``source`` (a folder, or its traces.jsonl)."""
+    path = Path(source)
+    return path.parent if path.suffix == ".jsonl" else path
+
+
+def _sample(row: Any, run_lines: list[dict[str, Any]], calls: list[ModelCall]) -> EvalSample:
+    """A run (a row of the runs table), its trace lines and its model calls as an inspect sample: the scenario's epoch
+    ``trial``."""
     from inspect_ai.log import EvalSample
     from inspect_ai.model import ModelOutput, ModelUsage
 
@@ -234,7 +270,8 @@ def _sample(row: Any, run_lines: list[dict[str, Any]]) -> EvalSample:
         output=ModelOutput.from_content(model=str(row.model), content=answer),
         scores=_scores(row, answer),
         metadata={name: _plain(value) for name, value in row._asdict().items()},
-        events=[_event(line, started) for line in run_lines],
+        events=_events(run_lines, calls, str(row.model), started),
+        messages=_conversation(calls),
         model_usage={
             str(row.model): ModelUsage(
                 input_tokens=int(row.prompt_tokens),
@@ -273,6 +310,95 @@ def _scores(row: Any, answer: str) -> dict[str, Score]:
         scores["stop_correct"] = Score(value=bool(row.stop_correct), answer=answer)
         scores["oracle_passed"] = Score(value=bool(row.oracle_passed), explanation="; ".join(violations) or None)
     return scores
+
+
+def _events(
+    run_lines: list[dict[str, Any]], calls: list[ModelCall], model: str, started: datetime | None
+) -> list[Event]:
+    """The run's trace lines as events, each model call's event just before the first line of its step (its answer
+    is what that step's lines go on from); a call whose step has no line goes last."""
+    events: list[Event] = []
+    pending = list(calls)
+    for line in run_lines:
+        when = _time(line.get("ts")) or started
+        while pending and pending[0].step <= _int(line.get("step")):
+            events.append(_model_event(pending.pop(0), model, when, started))
+        events.append(_event(line, started))
+    last = _time(run_lines[-1].get("ts")) if run_lines else started
+    events += [_model_event(call, model, last, started) for call in pending]
+    return events
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _messages(call: ModelCall) -> list[ChatMessage]:
+    from inspect_ai.model import ChatMessageAssistant, ChatMessageSystem, ChatMessageTool, ChatMessageUser
+
+    kinds = {"system": ChatMessageSystem, "assistant": ChatMessageAssistant, "tool": ChatMessageTool}
+    return [kinds.get(m.role, ChatMessageUser)(content=m.content) for m in call.messages]
+
+
+def _usage(call: ModelCall) -> ModelUsage:
+    from inspect_ai.model import ModelUsage
+
+    prompt, completion = call.prompt_tokens or 0, call.completion_tokens or 0
+    return ModelUsage(input_tokens=prompt, output_tokens=completion, total_tokens=prompt + completion)
+
+
+def _output(call: ModelCall, model: str) -> Any:
+    from inspect_ai.model import ChatCompletionChoice, ChatMessageAssistant, ModelOutput
+
+    text = call.answer if call.answer is not None else ""
+    choice = ChatCompletionChoice(message=ChatMessageAssistant(content=text, model=model), stop_reason="stop")
+    return ModelOutput(
+        model=model, choices=[choice], usage=_usage(call), time=call.latency_ms / 1000, error=call.problem
+    )
+
+
+def _model_event(call: ModelCall, model: str, answered: datetime | None, started: datetime | None) -> Event:
+    """One recorded call as inspect's model event: the messages sent, the answer, its tokens and time."""
+    from datetime import timedelta
+
+    from inspect_ai.event import ModelEvent
+    from inspect_ai.model import GenerateConfig
+
+    done = answered or datetime.now(UTC)
+    began = done - timedelta(milliseconds=call.latency_ms)
+    return ModelEvent(
+        model=model,
+        input=_messages(call),
+        tools=[],
+        tool_choice="none",
+        config=GenerateConfig(),
+        output=_output(call, model),
+        retries=call.attempts - 1,
+        error=call.problem,
+        timestamp=began,
+        completed=done,
+        working_start=max((began - started).total_seconds(), 0.0) if started else 0.0,
+        working_time=call.latency_ms / 1000,
+        metadata={"step": call.step, "purpose": call.purpose},
+    )
+
+
+def _conversation(calls: list[ModelCall]) -> list[ChatMessage]:
+    """The run's conversation for inspect's Messages tab: each call's messages and its answer, a system prompt said
+    again only where it differs from the one before (each call sends the whole prompt anew)."""
+    from inspect_ai.model import ChatMessageAssistant
+
+    messages: list[ChatMessage] = []
+    system: str | None = None
+    for call in calls:
+        for message in _messages(call):
+            if message.role == "system":
+                if message.text == system:
+                    continue
+                system = message.text
+            messages.append(message)
+        messages.append(ChatMessageAssistant(content=call.answer if call.answer is not None else f"[{call.problem}]"))
+    return messages
 
 
 def _event(line: dict[str, Any], started: datetime | None) -> Event:

@@ -16,7 +16,7 @@ from harness import RunSpec, load_traces, run
 from reports import export_parquet as parquet_module
 from reports.export_inspect import export_inspect
 from reports.export_parquet import export_parquet
-from tests.helpers.bench import bench_main
+from tests.helpers.bench import ROOT, bench_main
 from tests.helpers.report_fixtures import Run, write_runs
 
 HAS_INSPECT = importlib.util.find_spec("inspect_ai") is not None
@@ -184,3 +184,40 @@ def test_the_cli_writes_inspect_logs_and_says_how_to_open_them(folder, tmp_path,
     assert sorted(p.name for p in tmp_path.glob("*.eval")) == sorted(
         line.rsplit("/", 1)[-1] for line in out.splitlines() if line.endswith(".eval")
     )
+
+
+@needs_inspect
+def test_an_exported_recording_opens_in_inspect_with_its_tokens_samples_and_conversations(tmp_path):
+    """The committed recording through inspect's own reader: stats.model_usage holds bench's token totals, the
+    dataset counts the 12 stories once (24 samples over 2 epochs, not 24 x 2), each model call is a model event
+    with the messages the recording holds, and the Messages tab has the prompts."""
+    from inspect_ai.log import read_eval_log, resolve_sample_attachments
+
+    from harness.models.run_calls import read_calls
+    from reports.load import load_traces
+
+    recorded = ROOT / "results" / "recorded" / "smollm2-135m"
+    runs = load_traces(recorded).runs
+    calls = read_calls(recorded)
+    assert calls is not None
+    logs = [read_eval_log(str(file)) for file in export_inspect(recorded, tmp_path).files]
+    assert len(logs) == 10
+    for log in logs:
+        mode = log.eval.task
+        mine = runs[runs["mode"] == mode]
+        usage = log.stats.model_usage["smollm2-135m"]
+        assert usage.total_tokens == int(mine["total_tokens"].sum()) > 0
+        assert usage.input_tokens == int(mine["prompt_tokens"].sum())
+        assert log.eval.dataset.samples == 12 and log.eval.config.epochs == 2 and len(log.samples or []) == 24
+        for condensed in log.samples or []:
+            sample = resolve_sample_attachments(condensed)  # inspect stores a repeated prompt once, as an attachment
+            expected = calls.calls.get((str(sample.id), mode, sample.epoch, "smollm2-135m"), [])
+            models = [e for e in sample.events if e.event == "model"]
+            assert len(models) == len(expected)
+            for event, call in zip(models, expected, strict=True):
+                assert [m.text for m in event.input] == [m.content for m in call.messages]
+                assert event.output.completion == (call.answer or "")
+            if expected:
+                said = [m.text for m in sample.messages]
+                assert expected[0].messages[-1].content in said  # the first prompt, in the Messages tab
+                assert sample.model_usage["smollm2-135m"].total_tokens > 0
