@@ -8,6 +8,7 @@ sweep itself is tests/helpers/runtime_crash_sweep.py; every command is bench's r
 
     .venv/bin/python scripts/runtime_crashes.py                           # every adapter and workflow (minutes)
     .venv/bin/python scripts/runtime_crashes.py --modes pydantic_ai --scenario blog_brief_approval
+    .venv/bin/python scripts/runtime_crashes.py --mode my_agent.py:build --scenario blog_layered   # your own agent
     .venv/bin/python scripts/runtime_crashes.py --phases resume --verbose # one line per kill point too
     .venv/bin/python scripts/runtime_crashes.py --model scripted:eager --scenario blog_two_gates --phases resume
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import queue
+import re
 import shlex
 import sys
 import tempfile
@@ -33,8 +35,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from harness.errors import UserInputError  # noqa: E402
 from modes import MODES, select_modes  # noqa: E402
 from modes.runtimes.base import RuntimeMode  # noqa: E402
+from modes.runtimes.own_agent import is_agent_spec, load_agent  # noqa: E402
 from tests.helpers.runtime_crash_sweep import BOUNDARIES, MODEL, ForkDriver, KillPoint, Sweep  # noqa: E402
 
 # Every adapter that names what its sweep imports ahead (RuntimeMode.crash_sweep_modules), in control-spectrum order.
@@ -115,7 +119,12 @@ def markdown(header: Sequence[str], body: Sequence[Sequence[str]]) -> str:
 
 def parse(argv: Sequence[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
-    parser.add_argument("--modes", default=",".join((*ADAPTERS, BASELINE)), help="comma-separated mode names")
+    parser.add_argument(
+        "--modes",
+        "--mode",
+        default=",".join((*ADAPTERS, BASELINE)),
+        help="comma-separated mode names, or your own agent (FILE.py:FACTORY)",
+    )
     parser.add_argument("--scenario", default=",".join(STORIES), help="comma-separated scenario names")
     parser.add_argument("--model", default=MODEL, help=f"a scripted policy (default {MODEL})")
     parser.add_argument("--phases", default="run,resume", help="run, resume or both (default both)")
@@ -126,6 +135,11 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     args.scenario = [s for s in args.scenario.split(",") if s]
     args.phases = [p for p in args.phases.split(",") if p]
     for mode in args.modes:
+        if is_agent_spec(mode) and mode not in MODES:
+            try:
+                load_agent(mode)  # your own agent, swept like an adapter (docs/findings.md: crash and resume)
+            except UserInputError as exc:
+                parser.error(str(exc))
         if mode not in MODES:
             parser.error(f"--modes: no mode '{mode}' (bench list names them)")
         if not MODES[mode].hard_gate:
@@ -164,7 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             driver = drivers.get()
             try:
                 began = time.monotonic()
-                work = Path(scratch) / f"{mode}-{story}"
+                work = Path(scratch) / re.sub(r"[^A-Za-z0-9_.-]", "_", f"{mode}-{story}")  # an agent's path too
                 work.mkdir()
                 points = Sweep(driver, work, phases=args.phases, model=args.model).one(mode, story)
                 print(
