@@ -9,9 +9,10 @@ import pytest
 from typer.testing import CliRunner
 
 from harness.cli.app import app
-from harness.cli.commands.report import REPORT_FORMATS, ReportGrouping
+from harness.cli.commands.report import REPORT_FORMATS, FigureVenue, ReportGrouping
 from harness.matrix.pipeline.spec import GATEWAY_POLICIES
 from harness.models.providers import PROVIDERS, RESPONSE_FORMATS
+from reports.figures import VENUES
 from reports.metrics import GROUPINGS
 from reports.report import FORMATS
 from tests.helpers.bench import bench_main
@@ -60,6 +61,7 @@ def test_choices_are_shown_as_choices():
 def test_the_clis_choices_are_the_codes():
     assert get_args(ReportGrouping) == GROUPINGS
     assert tuple(REPORT_FORMATS.split(",")) == FORMATS
+    assert set(get_args(FigureVenue)) == set(VENUES)
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,7 @@ from harness.terminal import width
 ReportGrouping = Literal["mode", "scenario", "model", "policy", "run"]  # reports.metrics.GROUPINGS (a test: equal)
 
 REPORT_FORMATS = "md,csv,latex,html"  # reports.report.FORMATS (a test keeps them equal)
+FigureVenue = Literal["ieee", "acm", "article"]  # reports.figures.VENUES (a test keeps them equal)
 
 
 def report_command(
@@ -41,6 +42,16 @@ def report_command(
             help="YAML or JSON: per model, USD per 1M input, output and cached input tokens (docs/metrics.md: prices).",
         ),
     ] = None,
+    figure_venue: Annotated[
+        FigureVenue,
+        typer.Option(help="Whose text and column widths the figures are drawn at (docs/metrics.md: figures)."),
+    ] = "ieee",
+    figure_titles: Annotated[
+        bool,
+        typer.Option(
+            "--figure-titles/--no-figure-titles", help="Title each figure (leave them out where a caption says it)."
+        ),
+    ] = True,
 ) -> None:
     """Tables, figures and a self-contained HTML page from the traces of one or more runs."""
     from reports.prices import load_prices
@@ -48,7 +59,15 @@ def report_command(
     from reports.tables import to_terminal
 
     price_table = load_prices(prices) if prices is not None else None
-    result = build_report(dirs, out, parse_formats(formats), parse_grouping(by), price_table)
+    result = build_report(
+        dirs,
+        out,
+        parse_formats(formats),
+        parse_grouping(by),
+        price_table,
+        venue=figure_venue,
+        figure_titles=figure_titles,
+    )
     for line in result.warnings:
         echo(f"warning: {line}", err=True)
     for line in result.header:
