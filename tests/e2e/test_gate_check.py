@@ -9,13 +9,15 @@ import pytest
 
 from harness import RunSpec, run
 from harness.records.trace import read_events
-from tests.helpers.bench import bench_process
+from tests.helpers.bench import bench_in_process
 
 STORY = "claim_desk_safeguards"
 
 
 def test_the_recipe_passes_when_the_injected_step_takes_its_declared_route(tmp_path):
-    done = bench_process("gate-check", STORY, "--inject", "policy=404", "--sample", "10", "--out", str(tmp_path / "g"))
+    done = bench_in_process(
+        "gate-check", STORY, "--inject", "policy=404", "--sample", "10", "--out", str(tmp_path / "g")
+    )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert "ok   terminate: POLICY_SERVICE_DOWN" in "\n".join(lines)
@@ -26,7 +28,7 @@ def test_the_recipe_passes_when_the_injected_step_takes_its_declared_route(tmp_p
 
 def test_the_recipe_fails_with_a_line_when_the_error_never_reaches_the_step(tmp_path):
     """The legacy copy step is blocked by the input scan before its action runs: the injected 500 never comes back."""
-    done = bench_process("gate-check", STORY, "--inject", "copy_message=500", "--out", str(tmp_path / "g"))
+    done = bench_in_process("gate-check", STORY, "--inject", "copy_message=500", "--out", str(tmp_path / "g"))
     assert done.returncode == 1
     assert "FAIL injected error reached the step: 0 call(s) of log_claim_note returned it" in done.stdout
     assert "blocked (sensitive_input)" in done.stdout and "release gate failed: 1 check(s)" in done.stderr
@@ -37,7 +39,7 @@ def test_the_recipe_fails_with_a_line_when_the_error_never_reaches_the_step(tmp_
     [("nowhere=404", "no such workflow node"), ("done=404", "runs no action of its own"), ("policy", "NODE=ERROR")],
 )
 def test_a_bad_injection_is_one_line_and_exit_2(inject, words, tmp_path):
-    done = bench_process("gate-check", STORY, "--inject", inject, "--out", str(tmp_path / "g"))
+    done = bench_in_process("gate-check", STORY, "--inject", inject, "--out", str(tmp_path / "g"))
     assert done.returncode == 2 and words in done.stderr and len(done.stderr.strip().splitlines()) == 1
 
 
@@ -49,7 +51,7 @@ def story_run(tmp_path_factory) -> Path:
 
 
 def test_show_presents_the_alert_the_timeout_the_block_and_the_cache_hit(story_run):
-    done = bench_process("show", str(story_run), "--mode", "workflow")
+    done = bench_in_process("show", str(story_run), "--mode", "workflow")
     assert done.returncode == 0, done.stderr
     text = done.stdout
     for seen in (
@@ -67,7 +69,7 @@ def test_show_presents_the_alert_the_timeout_the_block_and_the_cache_hit(story_r
 
 
 def test_the_report_counts_the_cache_and_the_scanners_blocks(story_run, tmp_path):
-    done = bench_process("report", str(story_run), "--out", str(tmp_path / "r"), "--format", "md")
+    done = bench_in_process("report", str(story_run), "--out", str(tmp_path / "r"), "--format", "md")
     assert done.returncode == 0, done.stderr
     tables = "\n".join(p.read_text(encoding="utf-8") for p in (tmp_path / "r").rglob("*.md"))
     assert "cache hits" in tables and "sensitive input" in tables

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from modes import select_modes
-from tests.helpers.bench import bench_process as bench
+from tests.helpers.bench import bench_in_process as bench
 from tests.helpers.report_fixtures import Call, Run, write_runs
 
 MODES = tuple(select_modes([]))

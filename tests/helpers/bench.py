@@ -1,9 +1,11 @@
-"""Running bench from tests: in memory (``run_offline``), in-process through the real entry point (``bench_main``),
-or as a child process owned by the test (``bench_process``, ``bench_child``), and following a child by its output."""
+"""Running bench from tests: in memory (``run_offline``), in-process through the real entry point (``bench_main``,
+``bench_in_process``), or as a child process owned by the test (``bench_process``, ``bench_child``), and following a
+child by its output."""
 
 from __future__ import annotations
 
 import asyncio
+import io
 import itertools
 import json
 import os
@@ -12,7 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager, redirect_stderr, redirect_stdout, suppress
 from pathlib import Path
 
 import pytest
@@ -65,6 +67,36 @@ def bench_process(
         env={**clean, **(env or {})},
         timeout=timeout,
     )
+
+
+def bench_in_process(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """``bench_process`` without the process: the real entry point run here, with its arguments, working folder and
+    environment (no LLM_* variables unless given), its exit code, stdout and stderr returned alike. For a test whose
+    proof is what a command prints and exits with, not the process boundary (signals, kills, a fresh interpreter):
+    it saves the second a child takes to import bench."""
+    from harness.cli.app import main
+
+    saved_environ, saved_argv, saved_cwd = dict(os.environ), sys.argv, os.getcwd()
+    out, err = io.StringIO(), io.StringIO()
+    code: int | str | None = 0
+    try:
+        for name in [k for k in os.environ if k.startswith("LLM_")]:
+            del os.environ[name]
+        os.environ.update(env or {})
+        os.chdir(cwd)
+        sys.argv = ["bench", *args]
+        with redirect_stdout(out), redirect_stderr(err):
+            try:
+                main()
+            except SystemExit as exc:
+                code = exc.code
+    finally:
+        os.environ.clear()
+        os.environ.update(saved_environ)
+        sys.argv = saved_argv
+        os.chdir(saved_cwd)
+    returncode = code if isinstance(code, int) else 0 if code is None else 1
+    return subprocess.CompletedProcess(["bench", *args], returncode, out.getvalue(), err.getvalue())
 
 
 @contextmanager

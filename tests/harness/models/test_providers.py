@@ -13,7 +13,7 @@ from harness.records.trace import TraceEvent
 from harness.scenario.load import scenario_files
 from modes import select_modes
 from tests.helpers.bench import SCENARIOS
-from tests.helpers.bench import bench_process as bench
+from tests.helpers.bench import bench_in_process as bench
 from tests.helpers.provider_servers import ProviderServer
 
 BUILT_IN = select_modes([])  # what --mode all runs: bench's own modes, not the runtime adapters
