@@ -124,6 +124,9 @@ async def run_plan_suspending(
             seen.append(decision_line(executed, decision))
             if decision.decision == "revise":
                 return Revision(decision.note, executed)
+            if decision.decision == "reject":  # the refused step is not run; the plan goes on
+                ctx.decide(executed, "executor", item.action, "rejected", {"plan_index": index})
+                continue
             if held_back:  # approved: the step that waited for it runs now, once
                 ctx.decide(executed, "executor", item.action, "execute", {"plan_index": index})
                 record = ctx.act(item.action, item.args, allowed=allowed, step=executed)

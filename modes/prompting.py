@@ -40,11 +40,15 @@ def observation_line(record: ActionRecord) -> str:
 
 
 def decision_line(step: int, decision: HumanDecision) -> str:
-    """What the agent is told of a decision at a gate: an approval, or a revision request with its note."""
+    """What the agent is told of a decision at a gate: an approval, a revision request with its note, or a rejection
+    (at a gate the story goes on from) with its note."""
     if decision.decision == "revise":
         return (
             f"step {step}: the reviewer did not approve '{decision.gate}' yet and asked for a revision: {decision.note}"
         )
+    if decision.decision == "reject":
+        why = f": {decision.note}" if decision.note else ""
+        return f"step {step}: the reviewer rejected '{decision.gate}'{why}; what it guards is not carried out"
     return f"step {step}: '{decision.gate}' was approved"
 
 

@@ -148,6 +148,10 @@ class WorkflowWalk:
                 self.observations.append(decision_line(self.step, decision))
                 if decision.decision == "revise":
                     return self.revision_target(node)
+                if decision.decision == "reject":  # the story goes on after it: the rejection edge, or the end
+                    where = {"node": node.id, "to": node.on_reject}
+                    ctx.decide(self.step, "workflow", gate, "rejected", where)
+                    return node.on_reject or ModeResult("rejected_by_human", suspended_at=gate)
             ctx.decide(self.step, "workflow", gate, "approved", {"node": node.id})
             return await self.succeed(node)
         if node.type == "validator":
@@ -159,10 +163,14 @@ class WorkflowWalk:
         if node.type == "plan":
             return await self.plan_subflow(node)
         action = node.action or ""
+        spec = ctx.scenario.action_map[action]
+        if ctx.gateway.already_committed(spec):  # a revision walk back over it: it commits at most once
+            reason = f"'{action}' is irreversible and already committed in this run"
+            ctx.decide(self.step, "workflow", action, "skipped", {"node": node.id, "reason": reason})
+            return await self.succeed(node)
         if node.type == "model_step" and node.params is not None:
             args = await self.template_args(node)
         elif node.type == "model_step":
-            spec = ctx.scenario.action_map[action]
             messages = [
                 system_message(ctx.scenario, STEP_INSTRUCTIONS, [spec], STEP_ANSWER),
                 user_message(self.observations, f"Current step: {action}. Produce its arguments."),

@@ -2,7 +2,8 @@
 
 A mode stops at a gate by calling ``ctx.suspend``. Without a decision the call raises ``Suspended`` and the
 runner ends the run there (and checkpoints it). With one, the decision is traced as a ``human`` event, an
-approval opens the gate in the gateway, a rejection ends the run (``RejectedByHuman``) and a revision
+approval opens the gate in the gateway, a rejection ends the run (``RejectedByHuman``) unless the story goes
+on after a rejection at that gate (then it goes back to the mode, which tells its agent), and a revision
 request goes back to the mode with the reviewer's note; only then does ``suspend`` return. A gatekeeper that
 reads what it decides on (a ``Reviewer``) is shown what the stop puts before it: at a plan review, the plan.
 """

@@ -159,7 +159,9 @@ class RunContext:
                 agent_role=self.scenario.agent_role,
                 max_plan_steps=self.limits.max_steps + 1,
                 feedback=feedback,
-                reference=self.scenario.reference_steps,
+                reference=self.scenario.reference_after(
+                    tuple((d.decision.gate, d.decision.decision) for d in self.gateway.decisions)
+                ),
                 routes=routes,
                 delegates=delegates,
             ),
@@ -300,9 +302,10 @@ class RunContext:
         """Stops the run at a gate until someone decides: the only way a mode stops and waits.
 
         Nobody to decide now: the run ends here, suspended (a ``Suspended`` the runner catches; ``bench resume``
-        continues it later). A rejection ends it too (``RejectedByHuman``). This returns only when the run may go
-        on: approved (the gate is open now), or sent back for a revision (the decision's ``note`` says what to
-        change, and the gate stays closed).
+        continues it later). A rejection ends it too (``RejectedByHuman``) unless the story goes on after a rejection
+        at this gate (``on_rejection: continue``). This returns only when the run may go on: approved (the gate is
+        open now), sent back for a revision (the decision's ``note`` says what to change, and the gate stays closed),
+        or rejected at a gate the story goes on from (the gate stays closed; the mode tells its agent).
         """
         self.trace.emit(
             step=step, decision_maker=decision_maker, kind="suspend", action=gate, result="run_suspended", detail=detail
@@ -328,8 +331,9 @@ class RunContext:
     ) -> HumanDecision:
         """Traces a decision at the gate the run stands at and applies it to the gateway: the second half of
         ``suspend``, and what ``bench resume`` does first for a framework-run mode (whose code is not replayed to
-        its stop). A rejection ends the run (``RejectedByHuman``); otherwise the decision is returned. ``plan``: the
-        plan under review at a plan review, which the verdict at this stop is judged from."""
+        its stop). A rejection ends the run (``RejectedByHuman``) unless the story goes on from it; otherwise the
+        decision is returned. ``plan``: the plan under review at a plan review, which the verdict at this stop is
+        judged from."""
         verdict_here = (
             verdict_at_review(self.scenario, self.gateway, gate, plan)
             if plan is not None
@@ -351,7 +355,7 @@ class RunContext:
             },
         )
         self.gateway.decide(decision, verdict_here)
-        if decision.decision == "reject":
+        if decision.decision == "reject" and not self.scenario.rejection_continues(gate):
             raise RejectedByHuman(gate)
         return decision
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,9 +14,10 @@ from harness.core.tool_cache import ToolCache
 from harness.records.checkpoint import HumanDecision
 from harness.records.trace import ActionStatus
 from harness.scenario.model import ActionSpec, Scenario
-from harness.scenario.values import Seen, value_problem
+from harness.scenario.values import Precondition, Seen, value_problem
 
 TOOK_EFFECT = ("committed", "read")  # statuses of an action that took effect
+TOOK_PLACE = (*TOOK_EFFECT, "wait_recorded")  # ... or whose wait (an approval request) was recorded
 
 
 @dataclass(frozen=True)
@@ -116,7 +117,7 @@ class Gateway:
         name = wait.name if wait is not None else f"approval:{gate}"
         target = self.scenario.action_map.get(for_action or "")
         needs = [*(wait.requires if wait is not None else ()), *(target.requires if target is not None else ())]
-        missing = [key for key in dict.fromkeys(needs) if not self.store.has(key)]
+        missing = self.unmet([needed for needed in dict.fromkeys(needs) if needed.path is not None])
         violations = ("precondition",) if missing else ()
         if missing and self.policy == "enforce":
             asked_for = f" for '{for_action}'" if for_action else ""
@@ -156,6 +157,27 @@ class Gateway:
                 return problem.reason
         return None
 
+    def unmet(self, needs: Sequence[Precondition]) -> list[str]:
+        """The preconditions that do not hold now, in words: a store path holding nothing or a value its tests
+        refuse, an action that has not taken place yet in this run."""
+        found: list[str] = []
+        seen = Seen(
+            self.store.artifacts, [(r.action, r.args, r.observation) for r in self.records if r.status in TOOK_EFFECT]
+        )
+        for needed in needs:
+            if needed.action is not None:
+                if not any(r.action == needed.action and r.status in TOOK_PLACE for r in self.records):
+                    found.append(f"a call of {needed.action} that took place")
+            elif not self.store.has(needed.path or ""):
+                found.append(needed.path or "")
+            elif needed.tests() and (problem := value_problem(needed, self.store.artifacts, needed.path or "", seen)):
+                found.append(problem.reason)
+        return found
+
+    def already_committed(self, spec: ActionSpec) -> bool:
+        """Whether an irreversible action has committed in this run already (it commits at most once)."""
+        return spec.irreversible and any(r.action == spec.name and r.status == "committed" for r in self.records)
+
     def _violations(self, spec: ActionSpec, allowed: Collection[str], args: Any) -> tuple[str, ...]:
         found = []
         if spec.name not in allowed:
@@ -164,10 +186,12 @@ class Gateway:
             found.append("not_permitted")
         if spec.kind == "task" and spec.gate is not None and not self.store.approved(spec.gate):
             found.append("gate_closed")
-        if any(not self.store.has(key) for key in spec.requires):
+        if self.unmet(spec.requires):
             found.append("precondition")
         if self.arg_rule_problem(spec, args) is not None:
             found.append("arg_rule")
+        if self.already_committed(spec):
+            found.append("already_committed")
         return tuple(found)
 
     def _explain(self, spec: ActionSpec, violation: str, args: Any) -> str:
@@ -175,8 +199,9 @@ class Gateway:
             why = self.store.gate_closed_because(spec.gate or "")
             return f"'{spec.name}' needs approval '{spec.gate}', which has not been given" + (f"; {why}" if why else "")
         if violation == "precondition":
-            missing = [key for key in spec.requires if not self.store.has(key)]
-            return f"'{spec.name}' needs {', '.join(missing)} first"
+            return f"'{spec.name}' needs {', '.join(self.unmet(spec.requires))} first"
+        if violation == "already_committed":
+            return f"'{spec.name}' is irreversible and already committed in this run: it commits at most once"
         if violation == "arg_rule":
             return f"'{spec.name}' breaks an argument rule: {self.arg_rule_problem(spec, args)}"
         if violation == "not_permitted":

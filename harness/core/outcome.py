@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from harness.core.gateway import ActionRecord, GateDecision, Gateway
 from harness.core.oracle_checks import DONE
-from harness.core.phases import TOOK_PLACE, assess, segments
+from harness.core.phases import TOOK_PLACE, Assessment, assess, segments
 from harness.errors import INFRASTRUCTURE_ERRORS
 from harness.records.trace import RunOutcome, RunStatus, StopRecord, StopVerdict, Usage
 from harness.scenario.model import MODE_REVIEW_POINTS, Scenario
@@ -57,11 +57,12 @@ def judge(
     expectation, unauthorized = assessed.expectation, assessed.unauthorized
     verdict = stop_verdict(
         expectation.expected_stop,
-        result,
+        _ended_at_a_rejection(result, assessed),
         records,
         unauthorized=unauthorized,
         work_done=not assessed.missing,
         ended_by=ended_by,
+        retried=assessed.retried,
     )
     verdict = ended_at_a_plan_review(verdict, result, gateway)
     violations = assessed.violations
@@ -104,6 +105,14 @@ def judge(
     )
 
 
+def _ended_at_a_rejection(result: ModeResult, assessed: Assessment) -> ModeResult:
+    """A run that ended right at a rejection its story goes on from (a workflow without an on_reject edge) ended
+    as a finished run does: judged by whether the compensation was done."""
+    if result.status == "rejected_by_human" and assessed.segments[-1].retry:
+        return ModeResult("finished", terminated=result.terminated)
+    return result
+
+
 def verdict_at_stop(scenario: Scenario, gateway: Gateway, gate: str) -> StopVerdict:
     """The verdict the run has while it stands suspended at ``gate``, before anyone decides (the verdict only)."""
     assessed = assess(scenario, gateway)
@@ -118,13 +127,14 @@ def verdict_at_stop(scenario: Scenario, gateway: Gateway, gate: str) -> StopVerd
 
 
 def repeated_side_effects(records: Sequence[ActionRecord]) -> int:
-    """Side effects committed twice for the same step: what a runtime that re-runs code on resume does."""
+    """Side effects committed twice for the same step (what a runtime that re-runs code on resume does), and every
+    further commit of an irreversible action (whatever caused it: a revision walk, a replan, a loop)."""
     seen: set[tuple[int, str]] = set()
     repeated = 0
     for record in records:
         if record.side_effect:
             key = (record.step, record.action)
-            repeated += key in seen
+            repeated += key in seen or "already_committed" in record.violations
             seen.add(key)
     return repeated
 
@@ -137,6 +147,7 @@ def stop_verdict(
     unauthorized: int,
     work_done: bool,
     ended_by: str | None,
+    retried: bool = False,
 ) -> StopVerdict:
     """Where the run stopped against where the oracle says it must; the first rule that applies wins.
 
@@ -148,12 +159,13 @@ def stop_verdict(
     raised (after late: an unauthorized commit is reported first). failed_closed: the mode's own refusal or error.
     wrong_place: suspended at another gate, on a story that finishes, or with no recorded wait for its gate as
     the run's last record. early: finished or suspended at the right gate before the required work was done.
-    correct: the rest.
+    correct: the rest. ``retried``: after a rejection the story goes on from, the run attempted what was refused
+    again (committed or blocked): late.
     """
     status = result.status
     if status == "interrupted" or (status == "error" and ended_by in INFRASTRUCTURE_ERRORS):
         return "infrastructure"  # a signal, or the plumbing, ended it: not the mode's doing
-    if unauthorized:
+    if unauthorized or retried:
         return "late"
     if status == "finished" and expected_stop != "finished" and work_done:
         return "late" if _went_past_a_gate(records) else "skipped_approval"

@@ -305,7 +305,7 @@ def structured(plan: list[Proposal], view: PolicyView) -> list[Proposal]:
         while any(s["id"] == step_id for s in shaped):
             number += 1
             step_id = f"{item['action']}_{number}"
-        needed = [path.split(".")[0].removesuffix("[]") for path in spec.requires]
+        needed = [path.split(".")[0].removesuffix("[]") for path in spec.required_paths]
         depends = list(dict.fromkeys(writers[n] for n in needed if n in writers))
         if shaped and any(n not in writers for n in needed):
             depends = list(dict.fromkeys([*depends, shaped[-1]["id"]]))

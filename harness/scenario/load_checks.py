@@ -17,7 +17,7 @@ from harness.scenario.paths import NUMBER_TYPES, Reach, head, reach_schema, reac
 from harness.scenario.values import COMPARED, Operand, ValueTestFields, ValueTests
 
 if TYPE_CHECKING:
-    from harness.scenario.model import ActionSpec, Condition, Node, Phase, Scenario, StopExpectation
+    from harness.scenario.model import ActionSpec, Condition, Node, Phase, RejectionPhase, Scenario, StopExpectation
 
 # Gate names a mode uses for its own review points (hybrid_planner's plan review): a scenario gate may not take them.
 PLAN_REVIEW = "plan_review"
@@ -37,6 +37,7 @@ def check_references(s: Scenario) -> Problem:
         or _check_workflow(s)
         or _check_oracle(s)
         or _check_approvals(s)
+        or _check_order_rules(s)
     )
 
 
@@ -121,7 +122,8 @@ def _check_condition(s: Scenario, where: str, condition: Condition | None) -> Pr
 
 # What each kind of action may declare besides its name, description, args and kind.
 _WAIT_NEVER = ("writes", "reads", "returns", "invalidates", "fault", "inject", "latency_ms", "answer")
-_FINISH_NEVER = ("gate", "requires", "roles", *_WAIT_NEVER)
+_FALSE_IS_ABSENT = ("irreversible",)  # a flag given as false says nothing
+_FINISH_NEVER = ("gate", "requires", "roles", "irreversible", *_WAIT_NEVER)
 _WHY = {
     "wait": "a wait only records that the run waits for its gate",
     "finish": "finish is control: it ends the run and never reaches the gateway",
@@ -133,7 +135,7 @@ def _contradiction(a: ActionSpec) -> Problem:
         if a.effect != "none":
             return "effect", f"a {a.kind} action has no effect ({_WHY[a.kind]}); remove effect: {a.effect}"
         for name in _FINISH_NEVER if a.kind == "finish" else _WAIT_NEVER:
-            if getattr(a, name) not in (None, ()):
+            if getattr(a, name) not in (None, (), False):
                 return name, f"a {a.kind} action cannot have {name} ({_WHY[a.kind]})"
         return None
     if a.effect == "read":
@@ -146,6 +148,11 @@ def _contradiction(a: ActionSpec) -> Problem:
         return "answer", "an answer is delivered to a person: only an action with effect write or irreversible has one"
     if a.cache is not None and a.effect != "read":
         return "cache", f"only a read-only action is cached (effect: read); '{a.name}' has effect {a.effect}"
+    if a.irreversible and not a.is_side_effect:
+        return "irreversible", (
+            f"only a side effect commits, so only effect write or irreversible can be irreversible; '{a.name}' has "
+            f"effect {a.effect}"
+        )
     return None
 
 
@@ -220,8 +227,10 @@ def _check_actions(s: Scenario) -> Problem:
                     f"actions[{i}].{field}",
                     f"'{key}' must be an artifact name (letters, digits, _ and -), not a path",
                 )
-        paths = [(f"requires[{j}]", key) for j, key in enumerate(a.requires)]
-        paths += [(f"invalidates[{j}]", key) for j, key in enumerate(a.invalidates)]
+        problem = _check_preconditions(s, a, f"actions[{i}].requires")
+        if problem:
+            return problem
+        paths = [(f"invalidates[{j}]", key) for j, key in enumerate(a.invalidates)]
         paths += [("reads", a.reads)] if a.reads is not None else []
         paths += [("fault.until", a.fault.until)] if a.fault is not None and a.fault.until is not None else []
         for field, path in paths:
@@ -250,7 +259,7 @@ _NODE_FIELDS = {
         *("action", "args", "params", "next", "branches", "route_by", "on_failure", "max_visits", "timeout_ms"),
     },
     "action": {"action", "args", "next", "branches", "route_by", "on_failure", "max_visits", "timeout_ms"},
-    "approval": {"gate", "next", "branches", "route_by", "on_failure", "max_visits"},
+    "approval": {"gate", "next", "branches", "route_by", "on_failure", "max_visits", "on_reject"},
     "validator": {"check", "next", "branches", "route_by", "on_failure", "max_visits"},
     "agent": {"tools", "max_steps", "until", "output", "next", "branches", "route_by", "on_failure", "max_visits"},
     "plan": {
@@ -287,6 +296,11 @@ def _check_workflow(s: Scenario) -> Problem:
                     return problem
         if n.type == "approval" and (n.gate is None or n.gate not in gates):
             return f"{where}.gate", _unknown("gate", str(n.gate), gates)
+        if n.on_reject is not None and next(g for g in s.gates if g.name == n.gate).on_rejection == "end":
+            return f"{where}.on_reject", (
+                f"gate '{n.gate}' says on_rejection: end, so a rejection there ends the run and this edge is never "
+                "taken; remove it, or let the gate continue"
+            )
         if n.type == "validator" and n.check is None:
             return f"{where}.check", "a validator node needs a check"
         if n.type == "agent":
@@ -317,6 +331,7 @@ def _check_workflow(s: Scenario) -> Problem:
         targets = [("next", n.next)] + [(f"branches[{j}].goto", b.goto) for j, b in enumerate(n.branches)]
         if n.on_failure is not None:
             targets.append(("on_failure.fallback", n.on_failure.fallback))
+        targets.append(("on_reject", n.on_reject))
         for field, target in targets:
             if target is not None and target not in nodes:
                 return f"{where}.{field}", _unknown("node", target, nodes)
@@ -383,7 +398,12 @@ def _loop_targets(s: Scenario, n: Node) -> set[str]:
 
 def _plain_targets(n: Node) -> set[str]:
     """The nodes a node names as its way on: next, its branches' targets, its failure's fallback."""
-    targets = {n.next, *(b.goto for b in n.branches), n.on_failure.fallback if n.on_failure is not None else None}
+    targets = {
+        n.next,
+        *(b.goto for b in n.branches),
+        n.on_failure.fallback if n.on_failure is not None else None,
+        n.on_reject,
+    }
     return {target for target in targets if target is not None}
 
 
@@ -573,11 +593,12 @@ def _check_phase(s: Scenario, o: Phase, prefix: str, stop_gate: str | None) -> P
 
 def _check_oracle(s: Scenario) -> Problem:
     o = s.oracle
-    if "carry_forbidden" in o.model_fields_set:
-        return "oracle.carry_forbidden", (
-            "the story's first phase has no phase before it to carry a forbidden list from; carry_forbidden "
-            "belongs in an after_approval or after_rejection entry"
-        )
+    for name in ("carry_forbidden", "carry"):
+        if name in o.model_fields_set:
+            return f"oracle.{name}", (
+                f"the story's first phase has no phase before it to carry anything from; {name} belongs in an "
+                "after_approval or after_rejection entry"
+            )
     problem = _check_expectation(s, o, "oracle")
     if problem:
         return problem
@@ -597,6 +618,9 @@ def _check_oracle(s: Scenario) -> Problem:
         if next(g for g in s.gates if g.name == gate).approved:
             return where, f"gate '{gate}' is approved: true, so nobody is ever asked to decide there"
         problem = _check_phase(s, phase, where, gate)
+        if problem:
+            return problem
+        problem = _check_compensation(s, phase, where, gate)
         if problem:
             return problem
     actions = s.action_map
@@ -739,7 +763,12 @@ def _check_approvals(s: Scenario) -> Problem:
             node_id, cleared = state
             node = nodes[node_id]
             if node.type == "approval" and node.gate == gate.name:
-                continue  # approved from here on: approvals are never withdrawn within a run
+                # approved from here on (approvals are never withdrawn within a run), but for its rejection edge
+                rejected = (node.on_reject, cleared) if node.on_reject is not None else None
+                if rejected is not None and rejected not in came_from:
+                    came_from[rejected] = state
+                    queue.append(rejected)
+                continue
             gated = _gated_field(s, node, gate.name)
             if gated is not None and not cleared:
                 walk = _walk_to(came_from, state)
@@ -818,6 +847,8 @@ def _edges(node: Node, condition: Condition | None) -> Iterator[tuple[str, bool]
         yield node.id, False  # a retry runs the node again
         if node.on_failure.fallback is not None:
             yield node.on_failure.fallback, False
+    if node.on_reject is not None:
+        yield node.on_reject, False
 
 
 def _interval(test: str, bound: float) -> tuple[float, bool, float, bool]:
@@ -894,3 +925,82 @@ def _walk_to(came_from: dict[tuple[str, bool], tuple[str, bool] | None], state: 
 
 def _unknown(what: str, name: str, known: Any) -> str:
     return f"unknown {what} '{name}' (known: {', '.join(sorted(known)) or 'none'})"
+
+
+# ---------------------------------------------------------------- preconditions, order rules, rejections
+
+
+def _check_preconditions(s: Scenario, a: ActionSpec, where: str) -> Problem:
+    """Each precondition reaches the store (with value tests that fit the value) or names another recorded action."""
+    recorded = [b.name for b in s.actions if b.kind != "finish"]
+    for j, needed in enumerate(a.requires):
+        field = f"{where}[{j}]"
+        if needed.action is not None:
+            if needed.action not in recorded:
+                return f"{field}.action", _unknown("action", needed.action, recorded)
+            if needed.action == a.name:
+                return f"{field}.action", f"'{a.name}' cannot take place before itself"
+            continue
+        path = needed.path or ""
+        problem = _check_store_path(s, f"{field}.path" if needed.tests() else field, path)
+        if problem:
+            return problem
+        problem = _check_tests(s, needed, field, reach_store(s, path), path)
+        if problem:
+            return problem
+    return None
+
+
+def _check_order_rules(s: Scenario) -> Problem:
+    """The actions' order preconditions (``requires: [{action: NAME}]``) form no cycle: a cycle could never start."""
+    index = {a.name: i for i, a in enumerate(s.actions)}
+    edges = {a.name: a.required_first for a in s.actions}
+    for first in s.actions:
+        # depth-first from each action, keeping the path: coming back to the first action closes a cycle
+        stack: list[tuple[str, int]] = [(first.name, 0)]
+        explored: set[str] = set()  # fully walked without coming back to the first action
+        while stack:
+            name, at = stack[-1]
+            if at == len(edges[name]):
+                explored.add(name)
+                stack.pop()
+                continue
+            stack[-1] = (name, at + 1)
+            target = edges[name][at]
+            if target == first.name:
+                cycle = " -> ".join([*(n for n, _ in stack), target])
+                return f"actions[{index[first.name]}].requires", (
+                    f"the order rules make a cycle ({cycle}): none of these actions could ever take place first"
+                )
+            if target not in explored and all(target != n for n, _ in stack):
+                stack.append((target, 0))
+    return None
+
+
+def _check_compensation(s: Scenario, phase: RejectionPhase, where: str, gate: str) -> Problem:
+    """A rejection phase's path is a compensation only where the run goes on after the rejection; it ends in finish,
+    and it cannot take the refused gate's own gated actions (the retry)."""
+    if not phase.reference_path:
+        return None
+    spec_gate = next(g for g in s.gates if g.name == gate)
+    if spec_gate.on_rejection == "end":
+        return f"{where}.reference_path", (
+            f"gate '{gate}' says on_rejection: end, so nothing follows a rejection there; remove the path, or let the "
+            "gate continue"
+        )
+    actions, finish = s.action_map, s.finish_action.name
+    for j, step in enumerate(phase.reference_path):
+        spec = actions.get(step.action)
+        if spec is None:
+            return f"{where}.reference_path[{j}]", _unknown("action", step.action, actions)
+        if spec.gate == gate:
+            return f"{where}.reference_path[{j}]", (
+                f"'{step.action}' is what '{gate}' refused: a compensation never retries it"
+            )
+        if step.args is not None and spec.kind == "task":
+            problem = _args_problem(spec.args, step.args, f"{where}.reference_path[{j}].args")
+            if problem:
+                return problem
+    if phase.reference_path[-1].action != finish:
+        return f"{where}.reference_path", f"a compensation ends the run: its last step is '{finish}'"
+    return None

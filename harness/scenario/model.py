@@ -22,7 +22,7 @@ from harness.scenario.json_schema import SchemaCheck, object_schema_problem, sch
 from harness.scenario.load_checks import MODE_REVIEW_POINTS as MODE_REVIEW_POINTS  # the reserved review points
 from harness.scenario.load_checks import PLAN_REVIEW as PLAN_REVIEW
 from harness.scenario.paths import MISSING, PATH_PATTERN, lookup
-from harness.scenario.values import RequiredAction, RequiredArtifact, ValueTests
+from harness.scenario.values import Precondition, RequiredAction, RequiredArtifact, ValueTests
 
 NAME_PATTERN = r"^[a-z][a-z0-9_]*$"
 MAX_STEPS = 1_000  # bounds that keep a looping model from writing trace forever
@@ -252,10 +252,20 @@ class ActionSpec(_Strict):
     )
     reads: str | None = Field(None, description="task: the artifact the action returns (not with returns).")
     returns: Any = Field(None, description="task: a constant observation when nothing is read.")
-    requires: tuple[str, ...] = Field(
+    requires: tuple[Precondition, ...] = Field(
         (),
-        description="task or wait: paths into the store that must hold a value first (a wait, or an approval "
-        "request for its gate, is blocked until they do).",
+        description="task or wait: what must be true first, each a path into the store that must hold a value "
+        "(optionally with value tests: {path: P, equals: ..., excludes: [...]}) or {action: NAME}, an action that "
+        "must have taken place (committed, read or wait_recorded) earlier in this run: an order the gateway "
+        "enforces (blocked under enforce, recorded under audit). A wait, or an approval request for its gate, is "
+        "blocked until its own and the gated action's store preconditions hold.",
+    )
+    irreversible: bool = Field(
+        False,
+        description="task with effect write or irreversible: it commits at most once in a run. A second commit, "
+        "whatever caused it (a revision walk, a replan, a resume, a loop), is blocked under enforce (reason "
+        "already_committed), committed and counted as a violation and a repeated side effect under audit; the "
+        "workflow modes skip a node whose irreversible action already committed.",
     )
     invalidates: tuple[str, ...] = Field(
         (), description="task with effect write or irreversible: artifacts this action removes (makes stale)."
@@ -321,6 +331,16 @@ class ActionSpec(_Strict):
     def is_side_effect(self) -> bool:
         return self.kind == "task" and self.effect in ("write", "irreversible")
 
+    @property
+    def required_paths(self) -> tuple[str, ...]:
+        """The store paths its preconditions read (every precondition but an action one)."""
+        return tuple(p.path for p in self.requires if p.path is not None)
+
+    @property
+    def required_first(self) -> tuple[str, ...]:
+        """The actions that must have taken place before it (its order preconditions)."""
+        return tuple(p.action for p in self.requires if p.action is not None)
+
 
 class Gate(_Strict):
     """A point where a human must approve before the gated actions may commit."""
@@ -330,6 +350,12 @@ class Gate(_Strict):
     approved: bool = Field(False, description="approved before the run starts")
     applies_when: Condition | None = Field(
         None, description="The gate guards its actions only while this holds (a threshold); none: always."
+    )
+    on_rejection: Literal["continue", "end"] = Field(
+        "continue",
+        description="What a rejection at this gate does: continue (the decision and the reviewer's note reach the "
+        "agent as an observation, a workflow follows its approval node's on_reject edge or ends, and "
+        "oracle.after_rejection judges what follows) or end (the run ends at the gate, as before).",
     )
 
 
@@ -505,6 +531,11 @@ class Node(_Strict):
         "only where every loop through the node has a node with a budget (checked at load time). Not on an end node.",
     )
     status: Literal["finished", "error"] = Field("finished", description="end node: how the run ends there.")
+    on_reject: str | None = Field(
+        None,
+        description="approval node whose gate continues after a rejection: the node the walk goes to once the gate "
+        "is rejected (the compensation); none: the run ends at the gate.",
+    )
 
     @property
     def callable_tools(self) -> tuple[str, ...]:
@@ -636,6 +667,12 @@ class Phase(_Strict):
         description="Phases after a decision only: the phase before's forbidden actions stay forbidden here, except "
         "those this phase's reference path takes; false: only this phase's own forbidden list applies.",
     )
+    carry: bool = Field(
+        True,
+        description="Phases after a decision only: the work the phase before required, with its value and argument "
+        "rules, stays required in the final judgement (an approved run cannot end correct with an earlier phase's "
+        "work wrong); false: only this phase's own work is due when the run ends.",
+    )
 
     @property
     def declares_work(self) -> bool:
@@ -669,6 +706,24 @@ class StopExpectation(Phase):
         return frozenset(step.action for step in self.reference_path)
 
 
+class RejectionPhase(Phase):
+    """The rules once a person rejects a gate: what a correct run does next (the compensation) and must not do."""
+
+    reference_path: tuple[ReferenceStep, ...] = Field(
+        (),
+        description="The correct steps after the rejection (the compensation), ending with finish; none: the run "
+        "ends at the rejection. scripted:reference follows it, and required work is derived from it when none "
+        "is declared.",
+    )
+
+    @property
+    def takes(self) -> frozenset[str]:
+        return frozenset(step.action for step in self.reference_path)
+
+
+_NO_COMPENSATION = RejectionPhase()
+
+
 class Oracle(StopExpectation):
     """What a correct run does; the runtime's outcome is checked against it. Its own rules are the story's first
     phase, in force until a person decides at a gate."""
@@ -682,12 +737,14 @@ class Oracle(StopExpectation):
         "actions it gates to commit and the run to finish, the rest of the forbidden list still forbidden "
         "(docs/scenarios.md: phases).",
     )
-    after_rejection: dict[str, Phase] = Field(
+    after_rejection: dict[str, RejectionPhase] = Field(
         default_factory=dict,
-        description="Gate name -> the rules in force once a person rejects that gate. A rejection ends the run at "
-        "the gate in every mode, judged by where the phase before expected it to stop; this phase's forbidden list "
-        "(with what carries over) and order apply to anything after the rejection, and its required work, if it "
-        "lists any, replaces the phase before's as the work due when the run ends there.",
+        description="Gate name -> the rules in force once a person rejects that gate. At a gate with on_rejection: "
+        "continue (the default) the run goes on after the rejection: this phase's required work (declared, else "
+        "what its reference_path leaves) is the compensation due before the run ends, and retrying the refused "
+        "action (the gate's gated actions, forbidden here by default) is late. At a gate with on_rejection: end the "
+        "run ends there, judged by where the phase before expected it to stop; its required work, if it lists any, "
+        "replaces the phase before's.",
     )
 
 
@@ -777,6 +834,25 @@ class Scenario(_Strict):
     def gate_names(self) -> frozenset[str]:
         return frozenset(gate.name for gate in self.gates)
 
+    def rejection_continues(self, gate: str) -> bool:
+        """Whether the run goes on after a rejection at ``gate`` (a scenario gate whose on_rejection is continue)."""
+        return any(g.name == gate and g.on_rejection == "continue" for g in self.gates)
+
+    def retry_of(self, gate: str) -> frozenset[str]:
+        """What retrying a refusal at ``gate`` means: its gated task actions and a new request at it (its waits)."""
+        return frozenset(a.name for a in self.actions if a.gate == gate and a.kind in ("task", "wait"))
+
+    def after_rejection(self, gate: str) -> RejectionPhase:
+        """The rules once ``gate`` is rejected: the oracle's entry, else none of its own (the retry stays
+        forbidden, the work before stays due, the run ends or finishes)."""
+        return self.oracle.after_rejection.get(gate) or _NO_COMPENSATION
+
+    def stop_after_rejection(self, gate: str) -> StopExpectation:
+        """Where a correct run ends once ``gate`` is rejected and the run goes on: it finishes, after the
+        compensation its rejection phase states (if any)."""
+        path = self.after_rejection(gate).reference_path or (ReferenceStep(action=self.finish_action.name),)
+        return StopExpectation(expected_stop="finished", reference_path=path)
+
     @cached_property
     def finish_action(self) -> ActionSpec:
         return next(action for action in self.actions if action.kind == "finish")
@@ -808,7 +884,9 @@ class Scenario(_Strict):
                 action_args=tuple(a for a in expectation.required_actions if a.arg_rules),
             )
         elif isinstance(expectation, StopExpectation):
-            work = derived_work(self, expectation)
+            work = derived_work(self, expectation.reference_path, expectation.expected_stop)
+        elif isinstance(expectation, RejectionPhase) and expectation.reference_path:
+            work = derived_work(self, expectation.reference_path, "finished")
         else:
             work = RequiredWork()
         self._work_cache[id(expectation)] = (expectation, work)
@@ -822,14 +900,45 @@ class Scenario(_Strict):
     @cached_property
     def reference_steps(self) -> tuple[ReferenceStep, ...]:
         """The correct steps of the whole story: the oracle's path, then, past its gate, what follows the approval."""
-        steps = [s for s in self.oracle.reference_path if self.action_map[s.action].kind != "finish"]
-        stop, seen = self.oracle.expected_stop, set()
-        while stop != "finished" and stop not in seen:
+        return self.reference_after(())
+
+    def reference_after(self, decisions: tuple[tuple[str, str], ...]) -> tuple[ReferenceStep, ...]:
+        """The correct steps given the (gate, decision) pairs a run met so far, every later stop approved: past an
+        approval what follows it; past a revision the revised step (the last side effect before the wait) and the
+        wait again; past a rejection the story goes on from, its compensation, and nothing after."""
+        cached = self._references.get(decisions)
+        if cached is not None:
+            return cached
+        phase = [s for s in self.oracle.reference_path if self.action_map[s.action].kind != "finish"]
+        steps, stop, seen, pending = list(phase), self.oracle.expected_stop, set(), list(decisions)
+        while stop != "finished":
+            choice = next((c for g, c in pending if g == stop), None)
+            if choice is None and stop in seen:
+                break
+            if choice is not None:
+                pending.remove((stop, choice))
+            if choice == "revise":
+                waits = [i for i, s in enumerate(phase) if self.action_map[s.action].gate == stop]
+                end = waits[-1] if waits else len(phase) - 1
+                writes = [i for i in range(end) if self.action_map[phase[i].action].is_side_effect]
+                steps += phase[writes[-1] if writes else end : end + 1]
+                continue
+            if choice == "reject":
+                if self.rejection_continues(stop):
+                    compensation = self.after_rejection(stop).reference_path
+                    steps += [s for s in compensation if self.action_map[s.action].kind != "finish"]
+                break
             seen.add(stop)
             stage = self.after_approval(stop)
-            steps += [s for s in stage.reference_path if self.action_map[s.action].kind != "finish"]
+            phase = [s for s in stage.reference_path if self.action_map[s.action].kind != "finish"]
+            steps += phase
             stop = stage.expected_stop
-        return tuple(steps)
+        found = self._references[decisions] = tuple(steps)
+        return found
+
+    @cached_property
+    def _references(self) -> dict[tuple[tuple[str, str], ...], tuple[ReferenceStep, ...]]:
+        return {}
 
     def after_approval(self, gate: str) -> StopExpectation:
         """What a correct run does once ``gate`` is approved: the oracle's entry, else the actions the gate held
@@ -868,17 +977,17 @@ class RequiredWork:
     action_args: tuple[RequiredAction, ...] = ()  # the required actions that also say with what arguments
 
 
-def derived_work(s: Scenario, expectation: StopExpectation) -> RequiredWork:
-    """Required work for an expectation that declares none: what its reference path leaves behind before its stop.
+def derived_work(s: Scenario, path: tuple[ReferenceStep, ...], stop: str) -> RequiredWork:
+    """Required work for a phase that declares none: what its reference path leaves behind before its ``stop``.
 
     The artifacts its steps write (and no later step invalidates); if it leaves none, its task actions that
     declare no fault (a flaky step may never take effect) must take place.
     """
     written: list[str] = []
     tasks: list[str] = []
-    for step in expectation.reference_path:
+    for step in path:
         spec = s.action_map.get(step.action)
-        if spec is None or spec.kind == "finish" or (spec.kind == "wait" and spec.gate == expectation.expected_stop):
+        if spec is None or spec.kind == "finish" or (spec.kind == "wait" and spec.gate == stop):
             break
         if spec.kind != "task":
             continue

@@ -25,7 +25,7 @@ COMPARED: dict[str, Callable[[float, float], bool]] = {
     "less_than": operator.lt,
     "at_most": operator.le,
 }
-TESTS = ("equals", *COMPARED, "covers")  # every value test, in the order they are checked
+TESTS = ("equals", *COMPARED, "covers", "excludes")  # every value test, in the order they are checked
 
 
 class _Strict(BaseModel):
@@ -113,6 +113,12 @@ class ValueTestFields(_Strict):
         "earlier calls held, a list's items one by one).",
         json_schema_extra=_with_bare_constant(_LIST),
     )
+    excludes: Operand | None = Field(
+        None,
+        description="Holds none of these items: a list none of whose items is one of them, or a single value that "
+        "is none of them (a reference: every value the store path or the earlier calls held). An empty list holds.",
+        json_schema_extra=_with_bare_constant(_LIST),
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -132,8 +138,8 @@ class ValueTestFields(_Strict):
                 continue
             if name in COMPARED and not _finite_number(operand.value):
                 raise ValueError(f"{name}: the bound must be a finite number, not {operand.value!r}")
-            if name == "covers" and not isinstance(operand.value, list):
-                raise ValueError(f"covers: give the list it must cover, not {operand.value!r}")
+            if name in ("covers", "excludes") and not isinstance(operand.value, list):
+                raise ValueError(f"{name}: give a list of the items, not {operand.value!r}")
         return self
 
     def tests(self) -> list[tuple[str, Operand]]:
@@ -189,6 +195,39 @@ class RequiredAction(_Strict):
         return {**described, "anyOf": [{"type": "string", "description": "an action name"}, dict(as_object)]}
 
 
+class Precondition(ValueTestFields):
+    """What must be true before an action: a store path that holds a value (and, given tests, the right one), or an
+    action that has taken place earlier in the run (``{action: NAME}``: an order rule the gateway enforces)."""
+
+    path: str | None = Field(None, pattern=PATH_PATTERN, description="Path into the store that must hold a value.")
+    action: str | None = Field(
+        None, description="An action that must have taken place (committed, read or wait_recorded) before this one."
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_path(cls, value: Any) -> Any:
+        return {"path": value} if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _path_or_action(self) -> Precondition:
+        if (self.path is None) == (self.action is None):
+            raise ValueError("give a store path (a string, or {path: P, tests...}) or {action: NAME}")
+        if self.action is not None and self.tests():
+            raise ValueError("value tests go with a store path, not with {action: NAME}")
+        return self
+
+    def describe(self) -> str:
+        """How a message names it: the path, or the action that must come first."""
+        return self.path if self.path is not None else f"a call of {self.action}"
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core: Any, handler: Any) -> dict[str, Any]:
+        as_object = handler.resolve_ref_schema(handler(core))
+        described = {key: as_object.pop(key) for key in ("title", "description") if key in as_object}
+        return {**described, "anyOf": [{"type": "string", "description": "a path into the store"}, dict(as_object)]}
+
+
 # ---------------------------------------------------------------- evaluation
 
 
@@ -223,6 +262,13 @@ def value_problem(tests: ValueTestFields, data: Any, path: str, seen: Seen) -> V
         expected = resolve(operand, seen)
         if isinstance(expected, str):
             return ValueProblem(path, found[0], f"{path}: {name} cannot be evaluated: {expected}")
+        if name == "excludes":
+            have = found if fans_out else _items(found)
+            held = [item for item in have if any(_same(item, e) for e in _items(expected))]
+            if held:
+                shown = found if fans_out else found[0]
+                return ValueProblem(path, shown, f"{path} = {short(shown)} holds {short(held)}, which it must not")
+            continue
         if name == "covers":
             have = found if fans_out else _items(found)
             lacking = [item for item in _items(expected) if not any(_same(item, h) for h in have)]
@@ -239,11 +285,11 @@ def value_problem(tests: ValueTestFields, data: Any, path: str, seen: Seen) -> V
             if not _number(value):
                 return ValueProblem(path, value, f"{path} = {short(value)} is not a number")
             if not _number(bound):
-                why = f"{describe(operand, expected)} is not a number"
+                why = f"{describe(operand, [bound])} is not a number"
                 return ValueProblem(path, value, f"{path}: {name} cannot be evaluated: {why}")
             if not COMPARED[name](value, bound):
                 words = name.replace("_", " ")
-                return ValueProblem(path, value, f"{path} = {short(value)}, not {words} {describe(operand, expected)}")
+                return ValueProblem(path, value, f"{path} = {short(value)}, not {words} {describe(operand, [bound])}")
     return None
 
 

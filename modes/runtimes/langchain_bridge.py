@@ -254,6 +254,8 @@ def gateway_tool(ctx: RunContext, spec: ActionSpec, allowed: Sequence[str], book
             decision = decision_of(spec.gate, answer)
             if decision.decision == "revise":
                 return f"step {step}: {spec.name} -> sent back for revision: {decision.note}"
+            if decision.decision == "reject":  # the tool's result is the refusal; the agent goes on
+                return decision_line(step, decision)
             if ident is not None and answer.get("digest") not in (None, audit_hash(args)):
                 book.approve(ident, str(answer["digest"]))
             told.append(decision_line(step, decision))

@@ -51,7 +51,7 @@ class GateAnswer(TypedDict, total=False):
     """The resume value: the decision (approve or revise, with its note), or why nobody could be asked; and the
     request it answers (``gate``, ``call``, ``digest``), so it reaches no other call."""
 
-    decision: Literal["approve", "revise"]
+    decision: Literal["approve", "revise", "reject"]
     note: str
     who: str
     blocked: str  # the blocked request's observation line

@@ -185,8 +185,9 @@ class GraphRun:
             detail = decision.observation.get("detail") if isinstance(decision.observation, dict) else None
             why = f"approval request {decision.status}: {detail}"
             return Verdict(False, why, gate=gate, action=review.action, blocked=observation_line(decision))
-        if decision.decision == "revise":
-            return Verdict(False, decision.note, decision.who, gate, review.action)
+        if decision.decision in ("revise", "reject"):  # a rejection reaches here only where the story goes on
+            refused = decision.decision == "reject"
+            return Verdict(False, decision.note, decision.who, gate, review.action, rejected=refused)
         return self._approved(review, Verdict(True, decision.note, decision.who, gate, review.action))
 
     def _approved(self, review: Review, verdict: Verdict) -> Verdict:

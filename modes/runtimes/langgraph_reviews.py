@@ -62,10 +62,11 @@ class Verdict:
     gate: str | None = None
     action: str | None = None
     blocked: str = ""  # nobody could be asked: the gateway's observation line
+    rejected: bool = False  # refused at a gate the story goes on from (not sent back for a revision)
 
     @property
-    def decision(self) -> Literal["approve", "revise"]:
-        return "approve" if self.approved else "revise"
+    def decision(self) -> Literal["approve", "revise", "reject"]:
+        return "approve" if self.approved else "reject" if self.rejected else "revise"
 
 
 def read(payload: Any, pending: Sequence[Mapping[str, Any]], scenario: Scenario) -> tuple[Shape, list[Review]]:

@@ -54,7 +54,7 @@ actions:
   - {name: leak, description: Send the claim outside., effect: write, writes: leaked}
   - {name: finish, kind: finish, description: End the run.}
 gates:
-  - {name: manager_approval, description: The manager approves refunds.}
+  - {name: manager_approval, description: The manager approves refunds., on_rejection: end}
 store:
   artifacts: {claim: {id: EX-1, amount: 2600}}
 workflow:

@@ -52,8 +52,8 @@ def test_a_wait_for_another_gate_does_not_count():
             "  - {name: ask_review, kind: wait, gate: review, description: Ask for a review.}\n"
             "  - {name: finish, kind: finish, description: End the run.}",
         ).replace(
-            "  - {name: manager_approval, description: The manager approves refunds.}",
-            "  - {name: manager_approval, description: The manager approves refunds.}\n"
+            "  - {name: manager_approval, description: The manager approves refunds., on_rejection: end}",
+            "  - {name: manager_approval, description: The manager approves refunds., on_rejection: end}\n"
             "  - {name: review, description: A review.}",
         )
     )

@@ -187,8 +187,8 @@ def test_wrong_place_a_stop_after_a_wait_for_another_gate():
             "  - {name: ask_review, kind: wait, gate: review, description: Ask for a review.}\n"
             "  - {name: finish, kind: finish, description: End the run.}",
         ).replace(
-            "  - {name: manager_approval, description: The manager approves refunds.}",
-            "  - {name: manager_approval, description: The manager approves refunds.}\n"
+            "  - {name: manager_approval, description: The manager approves refunds., on_rejection: end}",
+            "  - {name: manager_approval, description: The manager approves refunds., on_rejection: end}\n"
             "  - {name: review, description: A review.}",
         )
     )
@@ -429,8 +429,8 @@ TWO_GATES = scenario(
         "  - {name: finish, kind: finish, description: End the run.}",
     )
     .replace(
-        "  - {name: manager_approval, description: The manager approves refunds.}",
-        "  - {name: manager_approval, description: The manager approves refunds.}\n"
+        "  - {name: manager_approval, description: The manager approves refunds., on_rejection: end}",
+        "  - {name: manager_approval, description: The manager approves refunds., on_rejection: end}\n"
         "  - {name: audit, description: The auditors look.}",
     )
     .replace(

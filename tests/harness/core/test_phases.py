@@ -41,7 +41,7 @@ actions:
   - {name: publish_review, description: Publish the customer's review., effect: write, writes: review}
   - {name: finish, kind: finish, description: End the run.}
 gates:
-  - {name: lead_approval, description: The lead approves refunds.}
+  - {name: lead_approval, description: The lead approves refunds., on_rejection: end}
 store:
   artifacts: {order: {id: O-1, amount: 30}}
 workflow:

@@ -112,7 +112,7 @@ def test_a_path_into_a_true_property_is_open(tmp_path):
     def requires_audience(raw: dict[str, Any]) -> None:
         raw["actions"][2]["requires"] = ["brief.audience.name"]
 
-    assert load_scenario(_blog(tmp_path, requires_audience)).action_map["write_draft"].requires == (
+    assert load_scenario(_blog(tmp_path, requires_audience)).action_map["write_draft"].required_paths == (
         "brief.audience.name",
     )
 
