@@ -48,6 +48,11 @@ class Exchange(BaseModel):
     truncated: bool = False  # the body went on past the cap and was dropped there
 
 
+def model_time_ms(exchange: Exchange) -> float:
+    """What a recorded call cost the run in time: every failed attempt and the back-off after it, then the last."""
+    return sum(a.latency_ms + 1000.0 * a.wait_s for a in exchange.attempts) + exchange.latency_ms
+
+
 def finish_reason(body: Any) -> str | None:
     """Why the endpoint stopped generating (``stop``, ``length``, ...), when it says."""
     try:

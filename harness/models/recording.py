@@ -11,14 +11,17 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
+from datetime import datetime, timezone
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
+from harness.core.clock import Clock, ShiftedClock
 from harness.core.model_port import ModelReply, ModelRequest
-from harness.models.exchange import Exchange, interpret
+from harness.models.exchange import Exchange, interpret, model_time_ms
+from harness.version import bench_commit
 from harness.records.trace import TraceReadReport, read_records
 
 RECORDING_FILE = "recording.jsonl"
@@ -32,6 +35,16 @@ def request_hash(request: ModelRequest) -> str:
     payload = {"purpose": request.purpose, "messages": list(request.messages), "schema": request.response_schema}
     canonical = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+class Provenance(BaseModel):
+    """Where a recorded exchange came from: when it was asked, through which endpoint profile, from which bench."""
+
+    model_config = ConfigDict(frozen=True)
+
+    recorded_at: str  # ISO 8601, UTC
+    endpoint_profile: str | None = None  # the provider profile the request went out under (harness/models/providers)
+    bench_commit: str | None = None  # the git commit bench ran from (-dirty: uncommitted changes); None: no checkout
 
 
 class RecordEntry(BaseModel):
@@ -49,6 +62,8 @@ class RecordEntry(BaseModel):
     occurrence: int  # 0 for the first time this run asked this request, 1 for the second, ...
     model: str
     exchange: Exchange
+    provenance: Provenance | None = None  # None: recorded before lines kept it (the folder's manifest says)
+    served_from: str | None = None  # record-through: taken from this recording, not asked again
 
     @property
     def key(self) -> RecordKey:
@@ -85,15 +100,34 @@ class ExchangingSource(Protocol):
     async def aclose(self) -> None: ...
 
 
-class RecordingSource:
-    """Wraps a live source: every exchange goes to ``sink`` before it is read into a reply."""
+class Serves(Protocol):
+    """An earlier recording that may answer a request before the model is asked (harness/models/record_through.py)."""
 
-    def __init__(self, inner: ExchangingSource, sink: Callable[[RecordEntry], None]):
+    def lookup(self, key: RecordKey) -> RecordEntry | None: ...
+
+
+class RecordingSource:
+    """Wraps a live source: every exchange goes to ``sink`` before it is read into a reply.
+
+    ``through``: an earlier recording that answers what it holds (record-through); only its misses are asked.
+    ``profile``: the endpoint's provider profile, kept in each line's provenance.
+    """
+
+    def __init__(
+        self,
+        inner: ExchangingSource,
+        sink: Callable[[RecordEntry], None],
+        *,
+        profile: str | None = None,
+        through: Serves | None = None,
+    ):
         self.inner, self.sink = inner, sink
         self.label = inner.label
+        self.through = through
+        self.stamp = Provenance(recorded_at="", endpoint_profile=profile, bench_commit=bench_commit())
 
     def for_run(self, seed: int) -> RecordingModel:
-        return RecordingModel(self.inner.for_run(seed), self.sink)
+        return RecordingModel(self.inner.for_run(seed), self.sink, self.stamp, self.through)
 
     async def aclose(self) -> None:
         await self.inner.aclose()
@@ -105,20 +139,39 @@ class RecordingSource:
 
 
 class RecordingModel:
-    """One run's live model, recorded."""
+    """One run's live model, recorded; with record-through, the answers already recorded are served, not asked."""
 
-    def __init__(self, inner: ExchangingModel, sink: Callable[[RecordEntry], None]):
+    def __init__(
+        self,
+        inner: ExchangingModel,
+        sink: Callable[[RecordEntry], None],
+        stamp: Provenance | None = None,
+        through: Serves | None = None,
+    ):
         self.inner, self.sink = inner, sink
         self.label = inner.label
+        self.stamp = stamp or Provenance(recorded_at="")
+        self.through = through
         self._occurrences = Occurrences()
+        self.model_ms = 0.0  # the recorded model time of the answers served so far
+
+    def run_clock(self, base: Clock) -> Clock:
+        """A served answer lasts the time it took when recorded, as in a replay; asked ones are timed as they go."""
+        return base if self.through is None else ShiftedClock(base, lambda: self.model_ms)
 
     def skip(self, request: ModelRequest) -> None:
         """Counts a request a resumed run answered from its checkpoint, so later repeats key as they did."""
         self._occurrences.key(request)
 
     async def complete(self, request: ModelRequest) -> ModelReply:
+        key = self._occurrences.key(request)
+        served = self.through.lookup(key) if self.through is not None else None
+        if served is not None:
+            self.model_ms += model_time_ms(served.exchange)
+            self.sink(served.model_copy(update={"step": request.meta.step}))
+            return interpret(request, served.exchange)
         exchange = await self.inner.exchange(request)
-        scenario, mode, trial, digest, occurrence = self._occurrences.key(request)
+        scenario, mode, trial, digest, occurrence = key
         self.sink(
             RecordEntry(
                 scenario=scenario,
@@ -130,9 +183,25 @@ class RecordingModel:
                 occurrence=occurrence,
                 model=self.label,
                 exchange=exchange,
+                provenance=self.stamp.model_copy(update={"recorded_at": _now()}),
             )
         )
         return interpret(request, exchange)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def served_counts(path: Path) -> tuple[int, int]:
+    """(served, asked): how many exchanges of a recording came from an earlier recording, and how many were asked."""
+    served = asked = 0
+    for entry in read_records(path, RecordEntry):
+        if entry.served_from is None:
+            asked += 1
+        else:
+            served += 1
+    return served, asked
 
 
 def read_recording(path: Path, report: TraceReadReport | None = None) -> dict[RecordKey, RecordEntry]:

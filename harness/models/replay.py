@@ -13,7 +13,7 @@ from pathlib import Path
 from harness.core.clock import Clock, ShiftedClock
 from harness.core.model_port import ModelReply, ModelRequest
 from harness.errors import ModelError, UserInputError
-from harness.models.exchange import Exchange, interpret
+from harness.models.exchange import interpret, model_time_ms
 from harness.models.recording import RECORDING_FILE, Occurrences, RecordEntry, RecordKey, read_recording
 from harness.records.manifest import Manifest, read_manifest
 from harness.records.trace import TraceReadReport
@@ -75,8 +75,3 @@ class ReplayModel:
             )
         self.model_ms += model_time_ms(entry.exchange)
         return interpret(request, entry.exchange)
-
-
-def model_time_ms(exchange: Exchange) -> float:
-    """What a recorded call cost the run in time: every failed attempt and the back-off after it, then the last."""
-    return sum(a.latency_ms + 1000.0 * a.wait_s for a in exchange.attempts) + exchange.latency_ms

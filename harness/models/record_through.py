@@ -1,0 +1,109 @@
+"""Record-through: an earlier recording answers every request it holds, and only the misses reach the model.
+
+A recording grows like a cassette in VCR's "new episodes" mode: ``--record-through DIR`` with a live or local
+model looks each request up in DIR's recording by the same key a replay uses (scenario, mode, trial, request hash,
+occurrence), serves the recorded exchange when it is there, and asks the model otherwise. Both kinds are written to
+the new folder's recording, so it holds every exchange the matrix used and replays exactly; a served line keeps the
+provenance it was recorded with and names the recording it came from (``served_from``). A changed prompt hashes
+differently, so only the runs whose requests changed are asked again.
+
+Only answers are served: a recorded exchange that ended in an error (a timeout, a refused connection, a 5xx) is a
+miss, asked again, since it says nothing about the model. A recording answers only for the model it recorded: a
+folder recorded with another model, or with other sampling settings, is refused in one line, because serving its
+answers would mix two models' behaviour under one label.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.errors import UserInputError
+from harness.models.recording import RECORDING_FILE, Provenance, RecordEntry, RecordKey
+from harness.records.manifest import Manifest, read_manifest
+from harness.records.trace import TraceReadReport, read_records
+
+# Sampling settings that change what a model answers: a recording made with others cannot stand in for this run.
+SAMPLING_KEYS = ("temperature", "max_tokens")
+
+
+@dataclass
+class Served:
+    """How many exchanges a run took from the old recording and how many it asked the model for."""
+
+    served: int = 0
+    asked: int = 0
+
+    def add(self, other: Served) -> None:
+        self.served += other.served
+        self.asked += other.asked
+
+
+@dataclass
+class RecordThrough:
+    """An earlier recording folder, loaded once for a whole matrix, answering for one model."""
+
+    folder: Path
+    label: str
+    entries: dict[RecordKey, RecordEntry] = field(default_factory=dict)
+    skipped_lines: int = 0
+
+    @classmethod
+    def load(cls, folder: Path, label: str, sampling: dict[str, Any] | None = None) -> RecordThrough:
+        """The recording in ``folder`` for the model labelled ``label``; one line for a folder that cannot serve."""
+        flag = f"--record-through {folder}"
+        recording = folder / RECORDING_FILE
+        if not recording.is_file():
+            raise UserInputError(f"{flag}: no {RECORDING_FILE} there (a folder recorded with --model live or local)")
+        manifest = read_manifest(folder)
+        labels = [model.label for model in manifest.models] or [manifest.model]
+        if label not in labels:
+            raise UserInputError(
+                f"{flag}: it recorded {', '.join(labels)}, this run asks {label}; a recording answers only for its "
+                "own model"
+            )
+        _check_sampling(flag, manifest, label, sampling or {})
+        report = TraceReadReport()
+        default = _provenance_of(manifest)
+        entries: dict[RecordKey, RecordEntry] = {}
+        for entry in read_records(recording, RecordEntry, report):
+            if entry.model != label or entry.exchange.error is not None:
+                continue  # another model's, or a failed call: nothing to serve
+            if entry.provenance is None:
+                entry = entry.model_copy(update={"provenance": default})
+            entries[entry.key] = entry
+        return cls(folder, label, entries, report.skipped)
+
+    def lookup(self, key: RecordKey) -> RecordEntry | None:
+        """The recorded exchange for ``key``, marked as served from this folder; None: ask the model."""
+        entry = self.entries.get(key)
+        if entry is None:
+            return None
+        return entry.model_copy(update={"served_from": str(self.folder)})
+
+
+def _provenance_of(manifest: Manifest) -> Provenance:
+    """What a line recorded before lines carried their provenance inherits from its folder's manifest."""
+    live = manifest.live
+    profile = None
+    if live is not None:
+        extra = live.model_extra or {}
+        provider = extra.get("provider")
+        found = provider.get("name") if isinstance(provider, dict) else provider
+        profile = found if isinstance(found, str) else None
+    return Provenance(recorded_at=manifest.start_time, endpoint_profile=profile, bench_commit=manifest.bench_commit)
+
+
+def _check_sampling(flag: str, manifest: Manifest, label: str, sampling: dict[str, Any]) -> None:
+    """Refuses a recording whose sampling settings differ from this run's (its answers are another model's)."""
+    live = next((model.live for model in manifest.models if model.label == label), None) or manifest.live
+    if live is None:
+        return
+    for key in SAMPLING_KEYS:
+        recorded, wanted = live.sampling.get(key), sampling.get(key)
+        if recorded is not None and wanted is not None and recorded != wanted:
+            raise UserInputError(
+                f"{flag}: it was recorded with {key} {recorded}, this run asks {key} {wanted}; give the same "
+                f"--{key.replace('_', '-')} or record anew"
+            )
