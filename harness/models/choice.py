@@ -22,7 +22,8 @@ from harness.registry import Registry
 
 if TYPE_CHECKING:
     from harness.models.config import Endpoint, LiveOptions
-    from harness.models.live import LiveConfig
+    from harness.models.live import LiveConfig, LiveSource
+    from harness.models.record_through import RecordThrough
     from harness.scenario.model import Scenario
 
 # The committed recording of the bundled real model: what `bench run` replays when given no model.
@@ -336,13 +337,23 @@ class Live(SourceKind):
             config, facts = self.prepare(stack, setup)
             recorder = stack.enter_context(TraceWriter(setup.run_folder / RECORDING_FILE))
             live = LiveSource(config, notify=lambda line: setup.notify(f"note: {line}"))
+            through = through_for(setup.options, live)
             yield OpenSource(
-                RecordingSource(live, recorder.write),
+                RecordingSource(live, recorder.write, profile=config.provider, through=through),
                 self.recorded_as,
                 live=facts,
                 facts=live.manifest_facts,
                 last_error=lambda: live.last_error,
             )
+
+
+def through_for(options: LiveOptions, live: LiveSource) -> RecordThrough | None:
+    """The earlier recording ``--record-through`` names, loaded for this model (checked already: RunSpec.build)."""
+    if options.record_through is None:
+        return None
+    from harness.models.record_through import RecordThrough
+
+    return RecordThrough.load(options.record_through, live.label)
 
 
 @model_source("local")

@@ -6,6 +6,8 @@ either importing the other's machinery.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from harness.choices import ResponseFormat
@@ -31,6 +33,8 @@ class LiveOptions(BaseModel):
     max_response_bytes: int | None = Field(None, ge=1024)  # None: the live client's default (4 MiB)
     # Runs in a row ending in the same endpoint error before the matrix stops (0: never); why 10: dead_endpoint.py.
     stop_after_failures: int = Field(DEFAULT_STOP_AFTER, ge=0)
+    # An earlier recording that answers what it holds, so only its misses are asked (harness/models/record_through.py)
+    record_through: Path | None = None
 
     @field_validator("provider")
     @classmethod

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import UserInputError
-from harness.models.recording import RECORDING_FILE, Provenance, RecordEntry, RecordKey
+from harness.models.recording import RECORDING_FILE, Provenance, RecordEntry, RecordKey, served_counts
 from harness.records.manifest import Manifest, read_manifest
 from harness.records.trace import TraceReadReport, read_records
 
@@ -52,22 +52,11 @@ class RecordThrough:
     @classmethod
     def load(cls, folder: Path, label: str, sampling: dict[str, Any] | None = None) -> RecordThrough:
         """The recording in ``folder`` for the model labelled ``label``; one line for a folder that cannot serve."""
-        flag = f"--record-through {folder}"
-        recording = folder / RECORDING_FILE
-        if not recording.is_file():
-            raise UserInputError(f"{flag}: no {RECORDING_FILE} there (a folder recorded with --model live or local)")
-        manifest = read_manifest(folder)
-        labels = [model.label for model in manifest.models] or [manifest.model]
-        if label not in labels:
-            raise UserInputError(
-                f"{flag}: it recorded {', '.join(labels)}, this run asks {label}; a recording answers only for its "
-                "own model"
-            )
-        _check_sampling(flag, manifest, label, sampling or {})
+        manifest = check_recording(folder, label, sampling)
         report = TraceReadReport()
         default = _provenance_of(manifest)
         entries: dict[RecordKey, RecordEntry] = {}
-        for entry in read_records(recording, RecordEntry, report):
+        for entry in read_records(folder / RECORDING_FILE, RecordEntry, report):
             if entry.model != label or entry.exchange.error is not None:
                 continue  # another model's, or a failed call: nothing to serve
             if entry.provenance is None:
@@ -81,6 +70,42 @@ class RecordThrough:
         if entry is None:
             return None
         return entry.model_copy(update={"served_from": str(self.folder)})
+
+
+def with_counts(manifest: Manifest, folder: Path) -> Manifest:
+    """The manifest with each live model's record-through counts (``live.record_through``: the recording it went
+    through, exchanges served from it and asked of the model), read from the folder's recording, so a resumed or
+    worker-run matrix counts every exchange once."""
+    through = manifest.live_options.get("record_through")
+    if through is None or not (folder / RECORDING_FILE).is_file():
+        return manifest
+    counts = served_counts(folder / RECORDING_FILE)
+    models = []
+    for model in manifest.models:
+        if model.live is not None:
+            served, asked = counts.get(model.label, (0, 0))
+            facts = {"from": str(through), "served": served, "asked": asked}
+            model = model.model_copy(update={"live": model.live.model_copy(update={"record_through": facts})})
+        models.append(model)
+    first = models[0].live if models else None
+    return manifest.model_copy(update={"models": models, "live": first or manifest.live})
+
+
+def check_recording(folder: Path, label: str, sampling: dict[str, Any] | None = None) -> Manifest:
+    """The manifest of a recording that can answer for ``label`` under ``sampling``; one line for one that cannot.
+    Reads the manifest only: the matrix checks this before it starts anything."""
+    flag = f"--record-through {folder}"
+    if not (folder / RECORDING_FILE).is_file():
+        raise UserInputError(f"{flag}: no {RECORDING_FILE} there (a folder recorded with --model live or local)")
+    manifest = read_manifest(folder)
+    labels = [model.label for model in manifest.models] or [manifest.model]
+    if label not in labels:
+        raise UserInputError(
+            f"{flag}: it recorded {', '.join(labels)}, this run asks {label}; a recording answers only for its "
+            "own model"
+        )
+    _check_sampling(flag, manifest, label, sampling or {})
+    return manifest
 
 
 def _provenance_of(manifest: Manifest) -> Provenance:

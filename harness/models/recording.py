@@ -11,8 +11,8 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
-from datetime import datetime, timezone
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -21,8 +21,8 @@ from pydantic import BaseModel, ConfigDict
 from harness.core.clock import Clock, ShiftedClock
 from harness.core.model_port import ModelReply, ModelRequest
 from harness.models.exchange import Exchange, interpret, model_time_ms
-from harness.version import bench_commit
 from harness.records.trace import TraceReadReport, read_records
+from harness.version import bench_commit
 
 RECORDING_FILE = "recording.jsonl"
 RECORDING_SCHEMA_VERSION = 1
@@ -190,18 +190,17 @@ class RecordingModel:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def served_counts(path: Path) -> tuple[int, int]:
-    """(served, asked): how many exchanges of a recording came from an earlier recording, and how many were asked."""
-    served = asked = 0
+def served_counts(path: Path) -> dict[str, tuple[int, int]]:
+    """Per model label, (served, asked): how many exchanges of a recording came from an earlier recording (record-
+    through), and how many were asked of the model."""
+    counts: dict[str, tuple[int, int]] = {}
     for entry in read_records(path, RecordEntry):
-        if entry.served_from is None:
-            asked += 1
-        else:
-            served += 1
-    return served, asked
+        served, asked = counts.get(entry.model, (0, 0))
+        counts[entry.model] = (served, asked + 1) if entry.served_from is None else (served + 1, asked)
+    return counts
 
 
 def read_recording(path: Path, report: TraceReadReport | None = None) -> dict[RecordKey, RecordEntry]:

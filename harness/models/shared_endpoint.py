@@ -77,16 +77,22 @@ class UnitRecordings:
 
 @contextmanager
 def worker_source(
-    config: LiveConfig, concurrency: int, record: UnitRecordings, notify: Callable[[str], None]
+    config: LiveConfig,
+    concurrency: int,
+    record: UnitRecordings,
+    notify: Callable[[str], None],
+    options: LiveOptions | None = None,
 ) -> Iterator[OpenSource]:
     """A worker's own client for the shared endpoint, at most ``concurrency`` requests in flight, every exchange
-    recorded into ``record``."""
+    recorded into ``record`` (with ``--record-through``, what the earlier recording holds is served from it)."""
+    from harness.models.choice import through_for
     from harness.models.live import LiveSource
     from harness.models.recording import RecordingSource
 
     live = LiveSource(replace(config, concurrency=concurrency), notify=notify)
+    through = through_for(options, live) if options is not None else None
     yield OpenSource(
-        RecordingSource(live, record),
+        RecordingSource(live, record, profile=config.provider, through=through),
         "live",
         facts=live.manifest_facts,
         last_error=lambda: live.last_error,

@@ -137,6 +137,15 @@ def run_command(
             help="Live: stop the matrix after K runs in a row end in the same endpoint error (default 10; 0 never).",
         ),
     ] = None,
+    record_through: Annotated[
+        Path | None,
+        typer.Option(
+            "--record-through",
+            metavar="DIR",
+            help="Live: answer every request DIR's recording holds from it and ask the model only the rest; the new "
+            "folder's recording holds both, and replays exactly.",
+        ),
+    ] = None,
     resume: Annotated[
         Path | None,
         typer.Option(
@@ -175,6 +184,7 @@ def run_command(
             "strict_schema": strict_schema or None,
             "max_response_bytes": max_response_bytes,
             "stop_after_failures": stop_after_failures,
+            "record_through": record_through,
         }.items()
         if value is not None
     }

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -23,8 +22,6 @@ HASH_CHARS = 12  # 48 bits of sha256: enough to tell two versions of one file ap
 # driver.versions() (harness/matrix/pipeline) puts them, with bench's and Python's, in the manifest's ``versions``.
 KEY_LIBRARIES = ("pydantic", "httpx", "jsonschema", "jsonschema-rs", "PyYAML", "numpy", "pandas", "pyarrow")
 MODES_PACKAGE = Path(modes.__path__[0]).resolve()  # where the modes are imported from
-SOURCE_ROOT = Path(__file__).resolve().parents[3]  # the folder holding harness/ and modes/ (a checkout, or not)
-GIT_TIMEOUT_S = 5.0
 
 
 def short_hash(data: bytes) -> str:
@@ -61,30 +58,3 @@ def prompt_hash(package: Path = MODES_PACKAGE) -> str | None:
     except OSError:
         return None
     return digest.hexdigest()[:HASH_CHARS]
-
-
-def bench_commit(root: Path = SOURCE_ROOT) -> str | None:
-    """The git commit bench runs from, with ``-dirty`` when tracked files differ from it; None when bench is not
-    a git checkout, git is missing or does not answer."""
-    if not (root / ".git").exists():  # an installed copy: no checkout of bench's own, whatever folder holds it
-        return None
-    head = _git(root, "rev-parse", "HEAD")
-    if not head:
-        return None
-    changes = _git(root, "status", "--porcelain", "--untracked-files=no")  # None (no answer): the commit alone
-    return f"{head}-dirty" if changes else head
-
-
-def _git(root: Path, *args: str) -> str | None:
-    """git's stripped output, or None when it cannot run or fails."""
-    try:
-        done = subprocess.run(
-            ["git", "-C", str(root), *args],
-            capture_output=True,
-            text=True,
-            timeout=GIT_TIMEOUT_S,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return done.stdout.strip() if done.returncode == 0 else None

@@ -29,7 +29,7 @@ from typing import Any
 from harness.core.signals import StopRequest
 from harness.errors import UserInputError, WriteFailed
 from harness.matrix.cell.cell_runner import scenario_digest
-from harness.matrix.cell.provenance import bench_commit, prompt_hash
+from harness.matrix.cell.provenance import prompt_hash
 from harness.matrix.cell.units import Cell
 from harness.matrix.executors.ray_model_servers import NodeServers
 from harness.matrix.executors.unit_batch import UnitDone, UnitKey, WorkerSetup, run_batch_blocking
@@ -37,7 +37,7 @@ from harness.matrix.executors.unit_ledger import MAX_ATTEMPTS, UnitLedger, lost_
 from harness.matrix.executors.workers import batches, worker_share
 from harness.models.choice import OpenSource
 from harness.models.shared_endpoint import merged_facts
-from harness.version import __version__
+from harness.version import __version__, bench_commit
 
 BATCH_UNITS = 32  # units per task: few tasks (each costs the scheduler about a millisecond), little lost with a node
 TASKS_PER_CPU = 2  # tasks in flight per cluster CPU: one running, one queued behind it; the rest wait in the driver

@@ -115,7 +115,7 @@ async def unit_session(
     recordings = UnitRecordings()
     source: AbstractContextManager[OpenSource]
     if setup.endpoint is not None:
-        source = worker_source(setup.endpoint, setup.concurrency, recordings, notify)
+        source = worker_source(setup.endpoint, setup.concurrency, recordings, notify, setup.options)
     else:
         source = open_source(
             setup.model,

@@ -28,7 +28,7 @@ from harness.errors import UserInputError, WriteFailed
 from harness.matrix.cell.cell_runner import MatrixConfig, cells_for, matrix_config, run_matrix
 from harness.matrix.cell.frameworks import framework_versions, ready_modes
 from harness.matrix.cell.own_agent_files import agent_files, load_recorded
-from harness.matrix.cell.provenance import KEY_LIBRARIES, bench_commit, prompt_hash, scenario_hashes
+from harness.matrix.cell.provenance import KEY_LIBRARIES, prompt_hash, scenario_hashes
 from harness.matrix.cell.units import Cell, UnitSink
 from harness.matrix.executors.unit_batch import UnitDone, WorkerSetup
 from harness.matrix.executors.workers import WorkerExited, run_in_workers
@@ -37,13 +37,14 @@ from harness.matrix.pipeline.spec import RunSpec, manifest_choices, project_dirs
 from harness.models.choice import choose, model_label, open_source
 from harness.models.config import LiveOptions
 from harness.models.dead_endpoint import FailureStreak
+from harness.models.record_through import with_counts
 from harness.models.recording import RECORDING_FILE
 from harness.records.folder import TRACE_FILE, RunFolder
 from harness.records.manifest import MANIFEST_FILE, LiveManifest, Manifest, ManifestModel, read_manifest
 from harness.records.trace import RunOutcome, TraceEvent, TraceWriter
 from harness.scenario.load import load_all, select_scenarios
 from harness.scenario.model import Scenario
-from harness.version import __version__
+from harness.version import __version__, bench_commit
 from modes.runtimes.own_agent import is_agent_spec
 
 if TYPE_CHECKING:
@@ -726,6 +727,7 @@ def _close(manifest: Manifest, folder: Path, failure: BaseException | None) -> N
     written is named in one line that also says whether the manifest recorded it and how to go on."""
     go_on = f"bench run --resume {folder} continues the matrix once it can be written"
     try:
+        manifest = with_counts(manifest, folder)  # --record-through: exchanges served and asked, per model
         manifest.write(folder)
     except WriteFailed as unwritten:
         if not isinstance(failure, WriteFailed):

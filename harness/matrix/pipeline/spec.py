@@ -198,7 +198,25 @@ class RunSpec(BaseModel):
             raise UserInputError("--replace needs --out: the folder whose run is replaced")
         if spec.endpoint is None:
             spec = spec.model_copy(update=_endpoints(spec, env))
+        if spec.live is not None and spec.live.record_through is not None:
+            spec = _check_record_through(spec)
         return spec
+
+
+def _check_record_through(spec: RunSpec) -> RunSpec:
+    """Checks, before anything starts, that the ``--record-through`` folder can answer for every live model of the
+    matrix; its path is made absolute, so worker processes and a resume from another folder find it."""
+    from harness.models.choice import model_label
+    from harness.models.record_through import check_recording
+
+    options = spec.live_options
+    assert options.record_through is not None
+    sampling = {"temperature": options.temperature, "max_tokens": options.max_tokens}
+    for choice in spec.models:
+        if choice.live:
+            check_recording(options.record_through, model_label(choice, spec.endpoint_for(choice)), sampling)
+    absolute = options.model_copy(update={"record_through": options.record_through.resolve()})
+    return spec.model_copy(update={"live": absolute})
 
 
 def _endpoints(spec: RunSpec, env: Mapping[str, str] | None) -> dict[str, object]:

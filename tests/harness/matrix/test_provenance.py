@@ -9,10 +9,11 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from harness.matrix.cell.provenance import KEY_LIBRARIES, MODES_PACKAGE, bench_commit, prompt_hash
+from harness.matrix.cell.provenance import KEY_LIBRARIES, MODES_PACKAGE, prompt_hash
 from harness.matrix.pipeline.driver import run
 from harness.matrix.pipeline.spec import RunSpec
 from harness.records.manifest import MANIFEST_FILE, read_manifest
+from harness.version import bench_commit
 from tests.helpers.bench import ROOT, SCENARIOS, bench_main
 
 STORIES = ["refund_amount", "blog_brief_approval"]
