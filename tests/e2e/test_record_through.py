@@ -70,7 +70,8 @@ def test_a_changed_prompt_is_asked_again(recorded, tmp_path, monkeypatch, capsys
     stories.mkdir()
     source = Path(__file__).resolve().parents[2] / "scenarios" / f"{OLD_STORY}.yaml"
     text = source.read_text(encoding="utf-8")
-    (stories / source.name).write_text(text.replace("Write a technical blog post", "Write a short technical blog post", 1), encoding="utf-8")
+    edited = text.replace("Write a technical blog post", "Write a short technical blog post", 1)
+    (stories / source.name).write_text(edited, encoding="utf-8")
     with FaultServer(["ok"]) as server:
         code, err = _live(
             monkeypatch, capsys, server, tmp_path / "edited", OLD_STORY, "--record-through", str(old),
