@@ -9,7 +9,7 @@ import pytest
 from harness.records.trace import TraceEvent
 from modes import select_modes
 from tests.helpers.bench import SCENARIOS
-from tests.helpers.bench import bench_process as bench
+from tests.helpers.bench import bench_in_process as bench
 
 BUILT_IN = select_modes([])  # what --mode all runs: bench's own modes, not the runtime adapters
 

@@ -10,7 +10,7 @@ import socket
 
 from harness.models.dead_endpoint import DEFAULT_STOP_AFTER
 from harness.records.trace import TraceEvent
-from tests.helpers.bench import bench_process as bench
+from tests.helpers.bench import bench_in_process as bench
 from tests.helpers.fault_server import FaultServer
 from tests.helpers.hostile_server import HostileServer
 

@@ -14,7 +14,7 @@ from harness.errors import ERROR_KINDS
 from harness.models.recording import RecordEntry
 from harness.records.trace import TraceEvent
 from modes import select_modes
-from tests.helpers.bench import bench_process as bench
+from tests.helpers.bench import bench_in_process as bench
 from tests.helpers.fault_server import BEHAVIOURS, FaultServer
 from tests.helpers.hostile_server import HostileServer
 
