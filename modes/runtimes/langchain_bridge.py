@@ -214,6 +214,21 @@ def finished(message: BaseMessage) -> bool:
     return isinstance(message, AIMessage) and not message.tool_calls
 
 
+def graph_messages() -> list[Any]:
+    """The conversation in the graph's state as the running node sees it, for a tool called without ``ToolNode``'s
+    runtime (a node of the agent's own): read through the task's config (LangGraph's own reader, pinned version), so
+    such a call's step is the same in the first run and in every resume. Outside a graph: none."""
+    from langgraph._internal._constants import CONFIG_KEY_READ
+    from langgraph.config import get_config
+
+    try:
+        read = get_config()["configurable"].get(CONFIG_KEY_READ)
+        messages = read("messages") if callable(read) else None
+    except (RuntimeError, KeyError, ValueError):
+        return []
+    return list(messages) if isinstance(messages, list) else []
+
+
 def gateway_tools(ctx: RunContext, allowed: Sequence[str], book: CallBook | None = None) -> list[BaseTool]:
     """A LangChain tool for each of the scenario's actions but finish, every call through the gateway."""
     book = book or CallBook()
@@ -237,8 +252,7 @@ def gateway_tool(ctx: RunContext, spec: ActionSpec, allowed: Sequence[str], book
         given = args[NOT_AN_OBJECT] if set(args) == {NOT_AN_OBJECT} else args
         state = runtime.state if runtime is not None and isinstance(runtime.state, dict) else {}
         ident = runtime.tool_call_id if runtime is not None else None
-        if runtime is not None and state.get("messages"):
-            book.note(state["messages"])
+        book.note(state.get("messages") or graph_messages())
         ident = ident or book.find(spec.name, args)
         messages = state.get("messages")
         step = step_of(messages, ident) if messages and ident else book.step_of(ident, spec.name, args)

@@ -135,3 +135,13 @@ def test_a_tool_the_agent_binds_that_bench_did_not_provide_is_named_in_the_trace
     named = [e for e in events(folder) if e.kind == "decision" and e.result == "tools_not_provided"]
     assert [(e.detail or {}).get("tools") for e in named] == [["post_to_social"]]
     assert outcome(folder).suspended_at == "brief_approval"
+
+
+def test_langgraph_runs_a_nodes_code_before_its_interrupts_again_on_each_resume_and_a_batch_again_whole(tmp_path):
+    folder = judged(tmp_path, AGENTS / "two_interrupts.py", "scripted:reference", scenario="blog_layered")
+    approve(folder)
+    approve(folder)
+    notes = attempts(folder, "record_research", "committed")[1:]  # the first is the agent's research step
+    assert len(notes) == 3 and len({e.step for e in notes}) == 1  # the run, then once more per resume: one step
+    assert len(attempts(folder, "write_synopsis", "committed")) == 2  # the batch's task ran again at the 2nd resume
+    assert outcome(folder).repeated_side_effects == 3
