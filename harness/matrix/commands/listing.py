@@ -30,7 +30,7 @@ class FolderRow:
     path: Path
     label: str | None = None
     started: str | None = None  # local time, minutes
-    model: str | None = None
+    model: str | None = None  # every model's label, comma-separated, in the order they ran
     model_source: str | None = None
     modes: tuple[str, ...] = ()
     scenarios: tuple[str, ...] = ()
@@ -92,8 +92,8 @@ def describe(folder: Path) -> FolderRow:
         path=folder,
         label=manifest.label,
         started=_local_minutes(manifest.start_time),
-        model=manifest.model,
-        model_source=manifest.model_source,
+        model=", ".join(dict.fromkeys(m.label for m in manifest.models)) or manifest.model,  # every model it ran
+        model_source=", ".join(dict.fromkeys(m.source for m in manifest.models)) or manifest.model_source,
         modes=tuple(manifest.modes),
         scenarios=tuple(manifest.scenarios),
         trials=manifest.trials,

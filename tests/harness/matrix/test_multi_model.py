@@ -68,6 +68,16 @@ def test_the_report_headline_has_a_row_per_model_and_mode(tmp_path):
     assert (tmp_path / "report" / "figures" / "verdicts.png").is_file()
 
 
+def test_the_report_header_and_bench_runs_name_every_model_of_the_folder(tmp_path, monkeypatch, capsys):
+    run(RunSpec(model=MODELS, out=tmp_path / "m", **MATRIX))  # type: ignore[arg-type]
+    build_report([tmp_path / "m"], out=tmp_path / "report", formats=["md", "html"])
+    named = f"{len(MODELS)} models: {', '.join(MODELS)}"
+    assert named in (tmp_path / "report" / "report.md").read_text()
+    assert named in (tmp_path / "report" / "report.html").read_text()
+    code, out, _ = bench_main(monkeypatch, capsys, "runs", str(tmp_path))
+    assert code == 0 and all(model in out for model in MODELS), out
+
+
 def test_bench_run_prints_a_row_per_model_and_mode(tmp_path, monkeypatch, capsys):
     code, out, _ = bench_main(
         monkeypatch,
