@@ -99,7 +99,7 @@ async def resume_framework(
     decision = _decided_in(ctx, gate, decision, past[0])
     for event in past[1 : lines_met(past)]:
         _take(ctx, event)
-    if decision.decision == "reject":
+    if decision.decision == "reject" and not ctx.scenario.rejection_continues(gate):
         raise RejectedByHuman(gate)
     ending = _ending(past)
     if ending is not None:  # it stopped again or ended in the killed process: nothing is asked of the framework

@@ -13,7 +13,7 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.core.approvals import ApproverSpec, Gatekeeper, NobodyYet, RejectedByHuman, Suspended
+from harness.core.approvals import Gatekeeper, NobodyYet, RejectedByHuman, Suspended
 from harness.core.clock import FakeClock
 from harness.core.context import RunContext, RunInfo, RunTrace
 from harness.core.gateway import Gateway
@@ -30,7 +30,32 @@ from modes import get_mode
 
 OWN_MODE = "workflow"  # the mode that walks the scenario's own workflow
 OWN_POLICY = "reference"  # a perfect model: the oracle's own steps and arguments
-DECISIONS: tuple[Decision | None, ...] = (None, "approve", "reject")  # nobody decides, then each approver
+# A decision path: the decision at each stop in turn, every later stop approved; None: nobody decides (it suspends).
+DecisionPath = tuple[Decision, ...] | None
+
+
+def decision_paths(stops: int, *, revise: bool = True) -> list[DecisionPath]:
+    """Nobody deciding, every stop approved, then each of the ``stops`` stops of the approved path rejected and (with
+    ``revise``) revised in turn, the stops before it approved."""
+    approved: tuple[Decision, ...] = ("approve",)
+    paths: list[DecisionPath] = [None, approved]
+    for k in range(stops):
+        paths.append(approved * k + ("reject",))
+        if revise:
+            paths.append(approved * k + ("revise",))
+    return paths
+
+
+class PathGatekeeper:
+    """Decides a decision path's decision at each stop; past its end, approves."""
+
+    def __init__(self, path: tuple[Decision, ...]):
+        self.path = path
+
+    def decide(self, gate: str, stop: int) -> HumanDecision | None:
+        choice = self.path[stop] if stop < len(self.path) else "approve"
+        note = f"Please revise before '{gate}' is approved." if choice == "revise" else ""
+        return HumanDecision(gate=gate, decision=choice, who="bench check-scenarios", note=note, scripted=True)
 
 
 @dataclass(frozen=True)
@@ -49,45 +74,64 @@ def check_own_paths(scenario: Scenario, path: Path) -> None:
 
 
 def own_path_breaches(scenario: Scenario) -> list[Breach]:
-    """Every way the reference path, then the workflow, breaks the oracle: with nobody deciding, approved, rejected."""
+    """Every way the reference path, then the workflow, breaks the oracle on every decision path: nobody deciding,
+    every stop approved, and each stop of the approved path rejected in turn (the stops before it approved)."""
     found: list[Breach] = []
-    for decision in DECISIONS:
-        found += _reference_breaches(scenario, decision)
-    for decision in DECISIONS:
-        found += asyncio.run(_workflow_breaches(scenario, decision))
+    stops = len(_stops(scenario))
+    for path in decision_paths(stops, revise=False):
+        found += _reference_breaches(scenario, path)
+    for path in decision_paths(stops, revise=False):  # revision paths: see docs/scenarios.md (not yet refused)
+        found += asyncio.run(_workflow_breaches(scenario, path))
     return found
 
 
-def _who(decision: Decision | None) -> str:
-    return "with nobody deciding" if decision is None else f"under scripted:{decision}"
+def _stops(scenario: Scenario) -> list[str]:
+    """The gates the reference path stops at when every stop is approved, in order."""
+    gates, stop = [], scenario.oracle.expected_stop
+    while stop != "finished" and stop not in gates:
+        gates.append(stop)
+        stop = scenario.after_approval(stop).expected_stop
+    return gates
+
+
+def _who(path: DecisionPath, gateway: Gateway | None = None) -> str:
+    """A decision path in words, by the decisions the run met: 'on the path dpo_approval rejected'."""
+    if path is None:
+        return "with nobody deciding"
+    done = {"approve": "approved", "reject": "rejected", "revise": "revised"}
+    met = [f"{d.decision.gate} {done[d.decision.decision]}" for d in gateway.decisions] if gateway is not None else []
+    if not met or path == ("approve",):
+        return "under scripted:approve"
+    return f"on the path {', '.join(met)}"
 
 
 # ---------------------------------------------------------------- the reference path
 
 
-def _reference_breaches(scenario: Scenario, decision: Decision | None) -> list[Breach]:
-    """The reference path walked through an enforcing gateway, deciding ``decision`` at each of its stops."""
+def _reference_breaches(scenario: Scenario, path: DecisionPath) -> list[Breach]:
+    """The reference path walked through an enforcing gateway, deciding along ``path`` at each of its stops."""
     gateway = Gateway(scenario, VirtualStore.for_scenario(scenario), "enforce")
-    what = f"the reference path {_who(decision)}"
     steps, where = scenario.oracle.reference_path, "oracle"
     while True:
-        result, breach = _walk(scenario, gateway, steps, where, what)
+        result, breach = _walk(scenario, gateway, steps, where, f"the reference path {_who(path, gateway)}")
         if breach is not None:
             return [breach]
         gate = result.suspended_at
-        if result.status != "suspended" or gate is None or decision is None:
+        if result.status != "suspended" or gate is None or path is None:
             break
-        gateway.decide(
-            HumanDecision(gate=gate, decision=decision, who="bench check-scenarios", scripted=True),
-            verdict_at_stop(scenario, gateway, gate),
-        )
-        if decision == "reject":
+        decision = PathGatekeeper(path).decide(gate, len(gateway.decisions))
+        assert decision is not None
+        gateway.decide(decision, verdict_at_stop(scenario, gateway, gate))
+        if decision.decision == "reject":
             result = ModeResult("rejected_by_human", suspended_at=gate)
-            break
+            if not scenario.rejection_continues(gate) or not scenario.after_rejection(gate).reference_path:
+                break
+            steps, where = scenario.after_rejection(gate).reference_path, f"oracle.after_rejection.{gate}"
+            continue
         if sum(d.decision.gate == gate for d in gateway.decisions) > 1:
             break  # a loop of phases: each gate is approved at most once
         steps, where = scenario.after_approval(gate).reference_path, f"oracle.after_approval.{gate}"
-    return _judged(scenario, gateway, result, what)
+    return _judged(scenario, gateway, result, f"the reference path {_who(path, gateway)}")
 
 
 def _walk(
@@ -123,9 +167,9 @@ def _walk(
 # ---------------------------------------------------------------- the workflow
 
 
-async def _workflow_breaches(scenario: Scenario, decision: Decision | None) -> list[Breach]:
-    """The workflow mode run with scripted:reference, ``decision`` taken at every stop."""
-    gatekeeper: Gatekeeper = NobodyYet() if decision is None else ApproverSpec(decision).for_run(0)
+async def _workflow_breaches(scenario: Scenario, path: DecisionPath) -> list[Breach]:
+    """The workflow mode run with scripted:reference, deciding along ``path`` (it redoes a revised step)."""
+    gatekeeper: Gatekeeper = NobodyYet() if path is None else PathGatekeeper(path)
     gateway = Gateway(scenario, VirtualStore.for_scenario(scenario), "enforce")
     clock = FakeClock()
     model = ScriptedSource(OWN_POLICY).for_run(0)
@@ -150,11 +194,12 @@ async def _workflow_breaches(scenario: Scenario, decision: Decision | None) -> l
         return [
             Breach(
                 "workflow",
-                f"the workflow ({OWN_MODE} with scripted:{OWN_POLICY}) {_who(decision)} ends in "
+                f"the workflow ({OWN_MODE} with scripted:{OWN_POLICY}) {_who(path, gateway)} ends in "
                 f"a {exc.kind} error: {exc}",
             )
         ]
-    return _judged(scenario, gateway, result, f"the workflow ({OWN_MODE} with scripted:{OWN_POLICY}) {_who(decision)}")
+    what = f"the workflow ({OWN_MODE} with scripted:{OWN_POLICY}) {_who(path, gateway)}"
+    return _judged(scenario, gateway, result, what)
 
 
 # ---------------------------------------------------------------- judging

@@ -114,7 +114,9 @@ def test_a_phase_after_a_rejection_that_asks_for_work_the_rejected_run_never_did
         "oracle.forbidden[1]",
     }
     rejected = [b for b in breaches if b.rule.startswith("oracle.after_rejection")]
-    assert all("under scripted:reject breaks it: missing_artifact:confirmation" in b.message for b in rejected)
+    assert all(
+        "on the path lead_approval rejected breaks it: missing_artifact:confirmation" in b.message for b in rejected
+    )
 
 
 @pytest.mark.parametrize("path", scenario_files(SCENARIOS), ids=lambda p: p.stem)
