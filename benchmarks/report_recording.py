@@ -18,7 +18,7 @@ from pathlib import Path
 from child_timing import ROOT, seconds
 
 BENCH = str(Path(sys.executable).with_name("bench"))
-TARGET = 2.0
+TARGET = 3.0  # issue 37: at most 3x the imports on a quiet machine
 BASELINE = [sys.executable, "-c", "import pandas, pyarrow, matplotlib"]
 
 

@@ -276,11 +276,18 @@ def _longtable(part: Sequence[Cell], spec: str, caption: str, label: str | None)
 # ------------------------------------------------------------------ floats and long tables
 
 
+def narrow_columns(table: Table) -> tuple[Column[Any], ...]:
+    """The columns of a table's one-column variant: its key columns and those declared narrow; a table that declares
+    none narrow keeps them all (its keys alone would be a table without numbers)."""
+    if not any(c.narrow for c in table.columns):
+        return table.columns
+    return tuple(c for c in table.columns if c.key or c.narrow)
+
+
 def to_latex(table: Table, context: str = "", layout: Layout = WIDE) -> str:
     """One variant of a table: a float (``table*`` full width, ``table`` one column), or a longtable when the
     float would be taller than a page (then set on one-column pages, as wide as the text)."""
-    columns = table.columns if layout is WIDE else tuple(c for c in table.columns if c.key or c.narrow)
-    cells = _cells(table, columns or table.columns)
+    cells = _cells(table, narrow_columns(table) if layout is not WIDE else table.columns)
     caption = paper_text(table.title + (f" ({context})" if context else ""))
     label = f"tab:{(table.name + layout.suffix).replace('_', '-')}"
     said = " ".join(part for part in (table.about, legend([c.column for c in cells])) if part)  # its columns only

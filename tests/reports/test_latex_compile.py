@@ -176,6 +176,22 @@ def test_the_narrow_variant_keeps_the_key_and_narrow_columns():
     assert "essential" in files["t_narrow.tex"] and "mode" in files["t_narrow.tex"]
 
 
+def test_a_table_declaring_no_narrow_column_keeps_all_its_columns_one_column_wide():
+    columns = (
+        Column("mode", "text", lambda r: "react", key=True),
+        Column("stop-correct", "pct", lambda r: 0.5),
+        Column("runs", "int", lambda r: 24),
+    )
+    narrow = latex_files(Table("t", "T", columns, (object(),)))["t_narrow.tex"]
+    assert "50.0" in narrow and "24" in narrow  # numbers, not the key column alone
+
+
+def test_every_narrow_table_of_the_recording_has_numbers(latex_report):
+    for path in sorted(latex_report.glob("*_narrow.tex")):
+        body = path.read_text().split("\\midrule", 1)[-1]
+        assert re.search(r"\d", body), path.name
+
+
 def test_captions_and_notes_set_math_and_drop_pointers_into_the_docs():
     table = Table(
         "t",
