@@ -29,6 +29,7 @@ class PolicyView:
     # A plan node's planning request: the steps it may hand to a ReAct sub-agent, each with that sub-agent's tools
     # (an LLM reads the same in the messages).
     delegates: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    refused: frozenset[str] = frozenset()  # gates a person rejected in this run (the agent is told so too)
 
 
 @dataclass(frozen=True)

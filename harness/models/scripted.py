@@ -242,7 +242,7 @@ class Reference(Policy):
         pending = (
             bool(view.history)
             and view.history[-1].status == "wait_recorded"
-            and view.history[-1].gate not in view.approvals
+            and view.history[-1].gate not in view.approvals | view.refused
         )
         if remaining and remaining[0].action in request.offered and not pending:
             return self._step(remaining[0], view)
