@@ -138,6 +138,9 @@ def _undefined(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
+P_FLOOR = 0.001  # a p-value below this is shown as "< 0.001" (4.77e-07 and 0.000128 read as one class)
+
+
 def show(value: Any, fmt: Format) -> str:
     """A value as a writer wants to read it."""
     if isinstance(value, Unpriced):
@@ -157,8 +160,8 @@ def show(value: Any, fmt: Format) -> str:
         return f"{value:,.1f}"
     if fmt == "num":
         return f"{value:,.2f}"
-    if fmt == "p":  # a p-value: three significant digits, never rounded to 0
-        return f"{value:.3g}"
+    if fmt == "p":  # a p-value in one format: three significant digits (1.00, 0.0470), "< 0.001" below, never 0
+        return "< 0.001" if value < P_FLOOR else f"{value:#.3g}"
     if fmt == "usd":
         return f"{value:,.4f}" if abs(value) < 100 else f"{value:,.2f}"
     return clean_text(str(value))

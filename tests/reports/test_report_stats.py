@@ -122,3 +122,15 @@ def test_holm_by_hand():
     adjusted = holm([0.2, math.nan, 0.6])  # a test that could not be made is not counted
     assert adjusted[0] == pytest.approx(0.4) and math.isnan(adjusted[1]) and adjusted[2] == pytest.approx(0.6)
     assert holm([0.5, 0.9]) == [1.0, 1.0]
+
+
+def test_p_values_are_shown_in_one_format_with_a_floor():
+    from reports.tables import show
+
+    assert [show(p, "p") for p in (1.0, 0.047, 0.000128, 4.77e-07, 0.001)] == [
+        "1.00",
+        "0.0470",
+        "< 0.001",
+        "< 0.001",
+        "0.00100",
+    ]
