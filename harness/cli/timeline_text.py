@@ -65,7 +65,8 @@ def ending_lines(end: Ending | None, safe: Any = lambda text: text) -> list[str]
 def prompt_lines(extras: Any) -> list[str]:
     """What ``bench show --prompts`` adds below the timeline (``extras``: reports.run_story.RunExtras): the run's
     path through the workflow, the other trials of its cell, the story's rules and oracle, and every model call's
-    messages and raw answer, whole: their lines kept, none cut (the terminal's width wraps them)."""
+    messages and raw answer, whole: their lines kept, none cut (the terminal's width wraps them); a system prompt
+    identical to the previous call's is one line saying so."""
     from harness.scenario.story_text import oracle_rows, rule_rows
 
     lines = [""]
@@ -87,12 +88,17 @@ def prompt_lines(extras: Any) -> list[str]:
             for name, value in rows:
                 lines.append(_line(f"    {name}: {' '.join(value.split())}"))
     lines += ["", _line(f"model calls: {extras.calls_note}")]
+    system: str | None = None  # the last call's system prompt: one identical to it is folded into one line
     for number, call in enumerate(extras.calls or [], start=1):
         head = [f"call {number}", f"step {call.step}", call.purpose, f"{call.latency_ms / 1000:.1f} s"]
         if call.prompt_tokens is not None or call.completion_tokens is not None:
             head.append(f"{call.prompt_tokens or 0:,} → {call.completion_tokens or 0:,} tokens")
         lines += ["", _line(" · ".join(head))]
         for message in call.messages:
+            if message.role == "system" and message.content == system:  # folded: every call resends it whole
+                lines.append(f"  [system] the same as call {number - 1}'s")
+                continue
+            system = message.content if message.role == "system" else system
             lines.append(f"  [{_line(message.role)}]")
             lines += [_line(f"    {line}") for line in printable(message.content).splitlines()]
         if call.problem is not None:

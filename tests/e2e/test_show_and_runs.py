@@ -422,6 +422,19 @@ def test_show_scenario_prints_its_workflow_as_mermaid_and_an_unknown_name_is_one
     assert code == 2 and err.startswith("error: unknown scenario 'no_such_story'") and len(err.splitlines()) == 1
 
 
+def test_show_with_prompts_folds_a_system_prompt_identical_to_the_previous_calls(monkeypatch, capsys):
+    recorded = ROOT / "results" / "recorded" / "smollm2-135m"
+    events = [
+        e for e in read_events(recorded / "traces.jsonl") if (e.scenario, e.mode) == ("blog_brief_approval", "react")
+    ]
+    run_id = next(e.run_id for e in events if e.trial == 1)
+    code, out, err = bench(monkeypatch, capsys, "show", str(recorded), "--run", run_id, "--prompts")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines.count("  [system]") == 1  # said whole once
+    assert "  [system] the same as call 1's" in lines
+
+
 def test_show_with_prompts_on_a_replay_prints_the_calls_of_the_recording_it_replayed(monkeypatch, capsys, tmp_path):
     """The main job replays the committed recording: its runs' prompts are the recording's, named by replay_of."""
     out = tmp_path / "r"
