@@ -220,7 +220,7 @@ def sweep_one_stop(stop: Stop, story: Story, drivers: queue.Queue[Driver], work:
         for kill_after in kill_points(f"{stop.mode}-{stop.index}"):
             folder = work / f"{stop.mode}-{stop.index}-{kill_after}"
             shutil.copytree(stop.before, folder)
-            killed = ["resume", str(folder), "--run", stop.run_id, *decision_args(stop.decision)]
+            killed = ["resume", str(folder), "--run", stop.run_id, *decision_args(stop.decision), "--gate", stop.gate]
             first = driver.run([killed], kill_after)[0]
             if first["code"] != -signal.SIGKILL:  # ran to its end: every write of this resume was a kill point
                 assert first["code"] == 0 and first["err"] == "", first
@@ -416,7 +416,7 @@ def test_a_trace_ahead_of_its_checkpoint_goes_on_from_the_decision_it_holds(stor
     folder = tmp_path / "run"
     shutil.copytree(stop.before, folder)
     old_database = (folder / CHECKPOINT_FILE).read_bytes()
-    done = bench_process("resume", str(folder), "--run", stop.run_id, *decision_args("approve"))
+    done = bench_process("resume", str(folder), "--run", stop.run_id, *decision_args("approve"), "--gate", stop.gate)
     assert done.returncode == 0, done.stderr
     lines = (folder / "traces.jsonl").read_text().splitlines(keepends=True)
     (folder / "traces.jsonl").write_text("".join(lines[:-3]))  # the last lines were never written
@@ -442,7 +442,14 @@ def test_bench_runs_shows_a_decision_cut_short_as_decided_and_a_trace_it_would_n
     folder = tmp_path / "run"
     shutil.copytree(stop.before, folder)
     killed = bench_process(
-        "resume", str(folder), "--run", stop.run_id, *decision_args("approve"), env={KILL_AFTER_WRITES: "5"}
+        "resume",
+        str(folder),
+        "--run",
+        stop.run_id,
+        *decision_args("approve"),
+        "--gate",
+        stop.gate,
+        env={KILL_AFTER_WRITES: "5"},
     )
     assert killed.returncode == -signal.SIGKILL
     listing = bench_process("runs", str(folder))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -78,6 +79,8 @@ def resume_command(
         scenarios_dir=scenarios_dir,
         notify=stderr_note,
         started=_command_started,
+        confirm=_ask if sys.stdin.isatty() and sys.stderr.isatty() else None,
+        named=True,
     )
     outcome = result.outcome
     if outcome is not None:
@@ -87,6 +90,14 @@ def resume_command(
             f"{outcome.resumes} decision(s) so far; trace in {result.traces}"
         )
     exit_with(result.exit_status())
+
+
+def _ask(question: str) -> bool:
+    """The person at the terminal says yes to ``question`` (anything else, end of input included, is no)."""
+    sys.stderr.write(f"{question} [y/N] ")
+    sys.stderr.flush()
+    answer = sys.stdin.readline()
+    return answer.strip().lower() in ("y", "yes")
 
 
 def _process_started() -> float:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -96,13 +96,20 @@ def resume(
     scenarios_dir: Path | None = None,
     notify: Notify = lambda line: None,
     started: float | None = None,
+    confirm: Callable[[str], bool] | None = None,
+    named: bool = False,
 ) -> ResumeResult:
     """Continues one suspended run of ``folder`` with a person's decision, in this process, with the same model
     source; its trace goes on in the same file. ``run_id`` may be a unique prefix; ``started`` is when the
     command started (default: now): only a stop pending by then is decided. A decision claimed before (by a
     resume cut short) is carried out first; ``decision`` None only does that. Anything that does not fit (a
     finished run, a stop already decided, another gate, an edited checkpoint or scenario) is refused before
-    anything is written."""
+    anything is written.
+
+    A decision names what it decides (``named``: the command line's rule): for a run whose story has more than one
+    gate, a decision without ``gate`` is put to the person (``confirm``, given the question, on a terminal) or
+    refused in one line, so retyping a command after its run moved on to the next gate never decides a gate nobody
+    saw."""
     started = time.time() if started is None else started
     read_manifest(folder)  # not a run folder: one line before anything else
     run_id = resolve_run(folder, run_id)
@@ -124,10 +131,41 @@ def resume(
         if decision is None:
             raise UserInputError(_nothing_claimed(now.checkpoint))
         _check_target(seen, now, started, gate)
+        if named:
+            _named_or_confirmed(now.checkpoint, gate, decision, scenarios_dir, confirm)
         human = HumanDecision(gate=now.checkpoint.pending_gate or "", decision=decision, who=who, note=note)
         return _carry_out(folder, now, human, env, scenarios_dir, notify)
     finally:
         held.release()
+
+
+def _named_or_confirmed(
+    checkpoint: Checkpoint,
+    gate: str | None,
+    decision: Decision,
+    scenarios_dir: Path | None,
+    confirm: Callable[[str], bool] | None,
+) -> None:
+    """A decision without ``--gate`` on a run that can stop at more than one gate: asked, or refused in one line."""
+    if gate is not None:
+        return
+    gates = _unchanged_scenario(checkpoint, scenarios_dir).gates
+    if len(gates) < 2:
+        return
+    waits = checkpoint.pending_gate
+    earlier = ", ".join(f"'{d.gate}' ({_said(d)})" for d in checkpoint.decisions) or "none"
+    question = (
+        f"run {checkpoint.run_id} can stop at {len(gates)} gates and waits now at '{waits}' "
+        f"(decided before: {earlier}); {decision} '{waits}'?"
+    )
+    if confirm is not None and confirm(question):
+        return
+    if confirm is not None:
+        raise UserInputError(f"run {checkpoint.run_id}: nothing decided")
+    raise UserInputError(
+        f"run {checkpoint.run_id} can stop at {len(gates)} gates: name the one you decide, --gate {waits} "
+        f"(it waits there now; decided before: {earlier}); a retyped command then says it was already decided"
+    )
 
 
 def resolve_run(folder: Path, given: str) -> str:
