@@ -11,7 +11,15 @@ from harness.scenario.values import Operand, RequiredAction, RequiredArtifact, V
 from harness.scenario.workflow_graph import condition_text
 
 Row = tuple[str, str]
-_SIGNS = {"equals": "=", "greater_than": ">", "at_least": "≥", "less_than": "<", "at_most": "≤", "covers": "covers"}
+_SIGNS = {
+    "equals": "=",
+    "greater_than": ">",
+    "at_least": "≥",
+    "less_than": "<",
+    "at_most": "≤",
+    "covers": "covers",
+    "excludes": "excludes",
+}
 
 
 def rule_rows(s: Scenario) -> list[Row]:
@@ -24,10 +32,21 @@ def oracle_rows(s: Scenario) -> list[Row]:
     rows = [("task", s.task), *_stop_rows(s, s.oracle, "")]
     for check in s.oracle.checks:
         rows.append(("check", _check_text(check)))
+    first = frozenset(s.oracle.forbidden)
     for gate, stage in s.oracle.after_approval.items():
-        rows += _stop_rows(s, stage, f"after {gate} approved: ")
-    for gate, phase in s.oracle.after_rejection.items():
-        rows += _phase_rows(s, phase, f"after {gate} rejected: ")
+        rows += _stop_rows(s, stage, f"after {gate} approved: ", first)
+    for gate in [g.name for g in s.gates if not g.approved]:
+        if gate not in s.oracle.after_rejection and not s.rejection_continues(gate):
+            continue
+        phase = s.after_rejection(gate)
+        prefix = f"after {gate} rejected: "
+        if s.rejection_continues(gate):
+            path = " → ".join(step.action for step in phase.reference_path) or "the run ends or finishes"
+            rows.append((f"{prefix}compensation", path))
+        else:
+            rows.append((f"{prefix}the run ends", "on_rejection: end"))
+        retry = s.retry_of(gate) - phase.takes if s.rejection_continues(gate) else frozenset()
+        rows += _phase_rows(s, phase, prefix, first, retry)
     gates = [
         f"{g.name}: {g.description}" + (f" (when {condition_text(g.applies_when)})" if g.applies_when else "")
         for g in s.gates
@@ -37,19 +56,25 @@ def oracle_rows(s: Scenario) -> list[Row]:
     return rows
 
 
-def _stop_rows(s: Scenario, stage: StopExpectation, prefix: str) -> list[Row]:
+def _stop_rows(s: Scenario, stage: StopExpectation, prefix: str, before: frozenset[str] = frozenset()) -> list[Row]:
     path = " → ".join(step.action + (f" {_json(step.args)}" if step.args else "") for step in stage.reference_path)
     return [
         (f"{prefix}expected stop", stage.expected_stop),
         (f"{prefix}reference path", path),
-        *_phase_rows(s, stage, prefix),
+        *_phase_rows(s, stage, prefix, before),
     ]
 
 
-def _phase_rows(s: Scenario, phase: Phase, prefix: str) -> list[Row]:
+def _phase_rows(
+    s: Scenario, phase: Phase, prefix: str, before: frozenset[str] = frozenset(), retry: frozenset[str] = frozenset()
+) -> list[Row]:
+    """A phase's bans (its own, those carried over from the phase before, the retry of a refusal), work and order."""
     rows = []
-    if phase.forbidden:
-        rows.append((f"{prefix}forbidden", ", ".join(phase.forbidden)))
+    carried = sorted(phase.forbidden_after(before) - set(phase.forbidden))
+    retried = sorted(retry - set(phase.forbidden) - set(carried))
+    bans = [*phase.forbidden, *(f"{a} (carried)" for a in carried), *(f"{a} (the retry)" for a in retried)]
+    if bans:
+        rows.append((f"{prefix}forbidden", ", ".join(bans)))
     work = [_artifact_text(a) for a in phase.required_artifacts] + [_action_text(a) for a in phase.required_actions]
     if work:
         rows.append((f"{prefix}required work", "; ".join(work)))

@@ -153,3 +153,11 @@ def test_a_retry_the_gateway_blocks_is_late_though_nothing_took_effect():
 def test_an_agent_that_never_compensates_is_early():
     _, _, outcome = _agent(scenario(LOAN), [READ, ASK, FINISH])
     assert outcome.stop_verdict == "early" and outcome.violations == ["missing_artifact:decline"]
+
+
+def test_show_scenario_lists_the_bans_of_each_phase_with_carried_ones_and_the_retry_marked():
+    from harness.scenario.story_text import oracle_rows
+
+    rows = dict(oracle_rows(scenario(LOAN)))
+    assert rows["after credit_approval rejected: compensation"] == "send_decline → finish"
+    assert rows["after credit_approval rejected: forbidden"] == "disburse (carried), ask_officer (the retry)"
