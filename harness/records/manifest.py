@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -108,6 +109,69 @@ class Manifest(BaseModel):
         if not self.agents:  # only a matrix with an own agent names its files: every other manifest reads as before
             del data["agents"]
         write_json_atomic(folder / MANIFEST_FILE, data)
+
+
+class ManifestLedger:
+    """The one owner of a run folder's manifest over a matrix's life: written as the matrix starts (so even a run
+    stopped while its model server starts says so), amended as its models learn, closed once; nothing else writes
+    ``manifest.json``. ``current`` is the manifest as it stands; an amendment is written only when asked."""
+
+    def __init__(self, folder: Path, manifest: Manifest) -> None:
+        self.folder = folder
+        self._manifest = manifest
+
+    @property
+    def current(self) -> Manifest:
+        return self._manifest
+
+    def write(self) -> None:
+        """Writes the manifest as it stands (atomically; WriteFailed names the file)."""
+        self._manifest.write(self.folder)
+
+    def amend(self, update: dict[str, Any], *, write: bool = False) -> Manifest:
+        """The manifest with ``update``'s fields changed, kept (and written with ``write``)."""
+        self._manifest = self._manifest.model_copy(update=update)
+        if write:
+            self.write()
+        return self._manifest
+
+    def amend_live(self, index: int, live: LiveManifest, *, write: bool = False) -> None:
+        """Model ``index``'s live facts (the first model's are also the top-level ``live``)."""
+        models = list(self._manifest.models)
+        if index < len(models):
+            models[index] = models[index].model_copy(update={"live": live})
+        update: dict[str, Any] = {"models": models}
+        if index == 0:
+            update["live"] = live
+        self.amend(update, write=write)
+
+    def close(
+        self,
+        update: dict[str, Any],
+        failure: BaseException | None,
+        finish: Callable[[Manifest], Manifest] | None = None,
+    ) -> Manifest:
+        """Writes the final manifest (``finish`` adds what is counted only now), then raises what stopped the matrix,
+        if anything. A file that could not be written is named in one line that also says whether the manifest
+        recorded it and how to go on."""
+        self._manifest = self._manifest.model_copy(update=update)
+        go_on = f"bench run --resume {self.folder} continues the matrix once it can be written"
+        try:
+            if finish is not None:
+                self._manifest = finish(self._manifest)
+            self.write()
+        except WriteFailed as unwritten:
+            if not isinstance(failure, WriteFailed):
+                raise
+            raise WriteFailed(
+                failure.path,
+                f"{failure.reason}; {unwritten.path} could not record it either ({unwritten.reason}); {go_on}",
+            ) from None
+        if isinstance(failure, WriteFailed):
+            raise WriteFailed(failure.path, f"{failure.reason}; the manifest says so; {go_on}") from None
+        if failure is not None:
+            raise failure
+        return self._manifest
 
 
 def read_manifest(folder: Path) -> Manifest:

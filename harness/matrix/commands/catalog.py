@@ -18,7 +18,7 @@ from modes.base import is_runtime
 from modes.runtimes.base import RuntimeMode
 
 if TYPE_CHECKING:
-    from harness.matrix.pipeline.driver import Notify  # bench list and check-scenarios never load the run pipeline
+    from harness.matrix.executors.base import Notify  # bench list and check-scenarios never load the run pipeline
 
 
 @dataclass(frozen=True)

@@ -30,14 +30,15 @@ from harness.matrix.cell.own_agent_files import changed_agent, load_recorded
 from harness.matrix.cell.runtime_resume import lines_met
 from harness.matrix.cell.units import Cell
 from harness.matrix.commands.reconcile import CatchUp, TraceDiverged, decision_in_trace, events_past, run_events
-from harness.matrix.pipeline.driver import Notify, run_async
+from harness.matrix.executors.in_process import run_async
+from harness.matrix.pipeline.driver import Notify
 from harness.matrix.pipeline.exit_status import RunEnds
 from harness.matrix.pipeline.spec import project_dirs
 from harness.models.choice import ModelChoice, choose, endpoint_from_env, open_source
 from harness.models.config import LiveOptions
 from harness.records.checkpoint import CHECKPOINT_FILE, Checkpoint, CheckpointStore, Decision, HumanDecision
 from harness.records.folder import TRACE_FILE, RunFolder
-from harness.records.manifest import Manifest, read_manifest
+from harness.records.manifest import Manifest, ManifestLedger, read_manifest
 from harness.records.trace import RunOutcome, TraceEvent, TraceWriter
 from harness.records.write_faults import wrote
 from harness.scenario.model import Scenario
@@ -429,7 +430,7 @@ def _count_decisions(folder: Path, manifest: Manifest, store: CheckpointStore) -
     resume cut short anywhere leaves it right or the next one puts it right."""
     given = store.decisions_given()
     if given != manifest.resumes:
-        manifest.model_copy(update={"resumes": given}).write(folder)
+        ManifestLedger(folder, manifest).amend({"resumes": given}, write=True)
         wrote()
 
 

@@ -20,23 +20,24 @@ import logging
 import os
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from harness.core.signals import StopRequest
 from harness.errors import UserInputError, WriteFailed
 from harness.matrix.cell.cell_runner import scenario_digest
 from harness.matrix.cell.provenance import prompt_hash
-from harness.matrix.cell.units import Cell
+from harness.matrix.executors.base import EXECUTORS, MatrixRun
+from harness.matrix.executors.driver_side import driver_writes, shared_endpoint_of, worker_setup
 from harness.matrix.executors.ray_model_servers import NodeServers
 from harness.matrix.executors.unit_batch import UnitDone, UnitKey, WorkerSetup, run_batch_blocking
 from harness.matrix.executors.unit_ledger import MAX_ATTEMPTS, UnitLedger, lost_unit
-from harness.matrix.executors.workers import batches, worker_share
+from harness.matrix.executors.workers import WorkerExited, batches, worker_share
 from harness.models.choice import OpenSource
 from harness.models.shared_endpoint import merged_facts
+from harness.records.manifest import ManifestLedger
 from harness.version import __version__, bench_commit
 
 BATCH_UNITS = 32  # units per task: few tasks (each costs the scheduler about a millisecond), little lost with a node
@@ -166,20 +167,34 @@ class _Batch:
     node: str | None = None  # the node it was pinned to (a model server's), while it is in flight
 
 
-def run_in_ray(
-    cells: Iterable[Cell],
-    setup: WorkerSetup,
-    on_unit: Callable[[UnitDone], None],
-    stop: StopRequest,
-    *,
-    address: str | None = None,
-    batch_units: int | None = None,
-    servers: NodeServers | None = None,
-) -> RayStats:
-    """Runs ``cells`` as Ray tasks; ``on_unit`` (the driver's writer) sees every unit once.
+@EXECUTORS.register("ray")
+class RayTasks:
+    """The cells as batches of Ray tasks; this process writes every line (a live model's recording too) and checks
+    a live model's endpoint once, as for worker processes. The manifest says so, and counts the late duplicate
+    results the driver dropped."""
 
-    Joins the cluster at ``address`` (None: Ray reads RAY_ADDRESS, else starts a Ray instance here), or uses the
-    connection this process has already. Returns when every unit is written, or when a stop request ended the
+    def run(self, job: MatrixRun, manifest: ManifestLedger) -> None:
+        from harness.matrix.executors.ray_model_servers import node_model_servers
+
+        stats = RayStats()
+        with contextlib.ExitStack() as stack:
+            servers = None
+            if job.model.kind == "local":  # a llama.cpp server on each node, owned by an actor there
+                ray = stack.enter_context(connected(job.ray_address))
+                job.notify("starting the bundled model server (SmolLM2-135M, llama.cpp) on each Ray node ...")
+                servers = stack.enter_context(node_model_servers(ray, job.options, job.concurrency))
+            with shared_endpoint_of(job, manifest, servers) as shared:
+                stats = run_in_ray(job, worker_setup(job, shared.endpoint), servers)
+                shared.reports.append(WorkerExited(0, stats.facts or None, stats.last_error))
+        duplicates = manifest.current.duplicate_units + stats.duplicates
+        manifest.amend({"executor": "ray", "duplicate_units": duplicates})
+
+
+def run_in_ray(job: MatrixRun, setup: WorkerSetup, servers: NodeServers | None) -> RayStats:
+    """Runs the job's cells as Ray tasks given ``setup``; the driver's writer sees every unit once.
+
+    Joins the cluster at ``job.ray_address`` (None: Ray reads RAY_ADDRESS, else starts a Ray instance here), or
+    uses the connection this process has already. Returns when every unit is written, or when a stop request ended the
     matrix; a task's own error (a bug, a file it could not write) or a worker that refuses raises here, after the
     tasks in flight are cancelled.
 
@@ -188,12 +203,21 @@ def run_in_ray(
     ``servers`` (``--model local``: a model server on each node) every batch is pinned to the node with a server and
     the fewest tasks, and asks that server; a lost batch goes again to the nodes whose server is still there.
     """
-    stop.polled()  # a signal only sets the request: the loop below sees it between results and cancels the tasks
-    ray = _ray()
-    setup = replace(setup, folder=Path(setup.folder).resolve())  # a worker's working directory is Ray's, not ours
+    with driver_writes(job, recording=setup.endpoint is not None) as on_unit:
+        job.stop.polled()  # a signal only sets the request: the loop sees it between results and cancels the tasks
+        ray = _ray()
+        # a worker's working directory is Ray's, not ours
+        return _run_tasks(ray, job, replace(setup, folder=Path(setup.folder).resolve()), servers, on_unit)
+
+
+def _run_tasks(
+    ray: Any, job: MatrixRun, setup: WorkerSetup, servers: NodeServers | None, on_unit: Callable[[UnitDone], None]
+) -> RayStats:
+    """The driver's loop: batches sent to free slots, answers written once, lost batches sent again."""
+    stop = job.stop
     stats = RayStats()
     ledger = UnitLedger()
-    with _connected(ray, address):
+    with _connected(ray, job.ray_address):
         remote = ray.remote(max_retries=0, num_cpus=1)(run_ray_batch)
         boxed = [ray.put(setup)]
         expected = fingerprint(setup)
@@ -201,7 +225,7 @@ def run_in_ray(
         live = setup.endpoint is not None
         limit = max(1, min(cpus, setup.concurrency)) if live else TASKS_PER_CPU * cpus
         free = deque(range(limit))  # the slots a task in flight holds (a live model: its share of --concurrency)
-        numbered = (_Batch(n, keys) for n, keys in enumerate(batches(cells, batch_units or BATCH_UNITS)))
+        numbered = (_Batch(n, keys) for n, keys in enumerate(batches(job.streak.cells(job.cells), BATCH_UNITS)))
         again: deque[_Batch] = deque()
         in_flight: dict[Any, tuple[_Batch, int]] = {}
         try:

@@ -38,14 +38,20 @@ from dataclasses import dataclass, field, replace
 from itertools import islice
 from multiprocessing.connection import wait
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.core.signals import RunInterrupted, StopRequest
 from harness.errors import UserInputError, WriteFailed
 from harness.matrix.cell.units import Cell
 from harness.matrix.executors import frames
+from harness.matrix.executors.base import EXECUTORS, MatrixRun
+from harness.matrix.executors.driver_side import driver_writes, shared_endpoint_of, worker_setup
 from harness.matrix.executors.unit_batch import UnitDone, UnitKey, WorkerSetup, unit_session
 from harness.matrix.executors.unit_ledger import MAX_ATTEMPTS, UnitLedger, lost_unit
+from harness.records.manifest import ManifestLedger
+
+if TYPE_CHECKING:
+    from harness.models.live import LiveConfig
 from harness.models.choice import OpenSource
 
 POLL_S = 0.2  # the longest the driver waits for a message before it looks at a stop request and its workers again
@@ -137,30 +143,45 @@ class _Worker:
                 connection.close()
 
 
-def run_in_workers(
-    cells: Iterable[Cell],
-    setup: WorkerSetup,
-    workers: int,
-    concurrency: int,
-    on_unit: Callable[[UnitDone], None],
-    stop: StopRequest,
-    notify: Callable[[str], None] = lambda line: None,
-    runs: int | None = None,
-) -> list[WorkerExited]:
-    """Runs ``cells`` in ``workers`` processes; ``on_unit`` (the driver's writer) sees every unit once, and
+@EXECUTORS.register("workers")
+class WorkerProcesses:
+    """The cells in ``job.workers`` local processes; this process writes every line (a live model's recording too),
+    and checks a live model's endpoint once for all of them."""
+
+    def run(self, job: MatrixRun, manifest: ManifestLedger) -> None:
+        with shared_endpoint_of(job, manifest) as shared:
+            shared.reports += run_in_workers(job, shared.endpoint)
+
+
+def run_in_workers(job: MatrixRun, endpoint: LiveConfig | None) -> list[WorkerExited]:
+    """Runs the job's cells in its worker processes, asking ``endpoint`` (a live model's, checked once); the
+    driver's writer sees every finished unit once (its recording lines, then its trace lines), and the job's
     ``notify`` every worker's note and each worker that died. Returns what each worker said as it exited (a live
-    client's learnt facts). ``runs`` (how many cells there are at most) keeps batches small enough that every
-    worker gets some.
+    client's learnt facts).
 
     Returns once every unit is written (a worker that dies is replaced, its units sent again), or once a stop
     request ended the runs in flight. A worker's own error (a file it could not write) raises here after the others
     are stopped; so do workers that keep dying (``MAX_ATTEMPTS`` deaths per worker slot).
     """
+    setup = worker_setup(job, endpoint)
+    with driver_writes(job, recording=endpoint is not None) as write:
+        return _run_processes(job, setup, write)
+
+
+def _run_processes(job: MatrixRun, setup: WorkerSetup, on_unit: Callable[[UnitDone], None]) -> list[WorkerExited]:
+    """The pool's loop: batches down each worker's pipe, finished units to ``on_unit``, dead workers replaced."""
+    workers, concurrency, stop = job.workers, job.concurrency, job.stop
+
+    def notify(line: str) -> None:
+        job.notify(f"note: {line}")
+
     stop.polled()
     context = multiprocessing.get_context("spawn")
     offline = setup.endpoint is None and not setup.model.live
     ahead = 2 if offline else 1  # batches a worker holds: one running, one waiting (a live matrix: just one)
-    numbered = enumerate(batches(cells, batch_size(concurrency, workers, runs, offline=offline)))
+    numbered = enumerate(
+        batches(job.streak.cells(job.cells), batch_size(concurrency, workers, job.runs, offline=offline))
+    )
     again: deque[tuple[int, list[UnitKey]]] = deque()
     sends: dict[int, int] = {}  # batch number -> times sent, while it has units out
     ledger = UnitLedger()
