@@ -3,11 +3,37 @@
 A user error (bad flag, bad file) stops the command with one line and exit code 2.
 A model error ends that one run with ``status: error`` and the matrix goes on.
 An action failing is not an exception at all: it goes back to the agent as an observation.
+
+Every exception bench defines, by base, with its module (tests/harness/test_errors_tree.py keeps this whole)::
+
+    Exception
+    +-- BenchError (harness.errors): every error bench raises on purpose
+    |   +-- UserInputError (harness.errors): one line on stderr, exit 2
+    |   |   +-- UnknownNameError (harness.errors): a name nobody registered; the known ones listed
+    |   |   +-- ScenarioError (harness.errors): a story file that does not load or validate
+    |   |   +-- ResumeMismatch (harness.errors): a resumed run does not replay to its checkpoint's stop
+    |   |   +-- WriteFailed (harness.errors): a file bench writes could not be written
+    |   |   +-- EndpointUnusable (harness.models.dead_endpoint): not an OpenAI-compatible endpoint, exit 3
+    |   |   +-- LocalModelUnavailable (harness.models.server): the [local] extra missing, or its server down
+    |   |   +-- CheckpointMoved (harness.records.checkpoint): another decision got to the run first
+    |   +-- ModelError (harness.errors): a model call failed after its retries; ends that run
+    +-- Unreadable (harness.files): why a file cannot be read (caught by its readers, never raised out)
+    +-- StepTimedOut (harness.core.step_deadline): a step's answer did not come within its timeout_ms
+    +-- _Refused (harness.scenario.safe_yaml): a YAML construct the safe loader refuses (a ScenarioError outside)
+    +-- Escaped (modes.runtimes.langchain_bridge): carries bench's BaseException out of LangChain's model call
+    +-- StepsSpent (modes.runtimes.langchain_bridge): LangGraph's model asked past max_steps
+    +-- StepLimitReached (modes.runtimes.openai_agents_sdk): the Agents SDK's model asked past max_steps
+    +-- StepLimitReached (modes.runtimes.pydantic_ai_agent): PydanticAI's model asked past max_steps
+    BaseException (control flow no mode can swallow)
+    +-- Suspended (harness.core.approvals): the run stops at a gate nobody has decided yet
+    +-- RejectedByHuman (harness.core.approvals): a person (or scripted approver) rejected the run at a gate
+    +-- RunInterrupted (harness.core.signals): a stop was requested (SIGINT, SIGTERM)
+    +-- TraceDiverged (harness.matrix.commands.reconcile): a decision carried out again met a line it writes otherwise
 """
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 ErrorKind = Literal[
     "network", "timeout", "http_4xx", "http_5xx", "parse", "schema", "replay_miss", "workflow", "internal", "agent"
@@ -62,7 +88,7 @@ class ResumeMismatch(UserInputError):
 class ModelError(BenchError):
     """A model call that failed after its retries; ``kind`` classifies it for the trace."""
 
-    def __init__(self, kind: ErrorKind, message: str, *, failed_attempts: tuple = (), answer: object = None):
+    def __init__(self, kind: ErrorKind, message: str, *, failed_attempts: tuple[Any, ...] = (), answer: object = None):
         # failed_attempts: the retried attempts before the last one (harness.core.model_port.Attempt)
         # answer: the model's unreadable reply (a ModelReply with no proposal) when it did answer,
         # so its tokens and latency are still traced
