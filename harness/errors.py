@@ -17,13 +17,12 @@ Every exception bench defines, by base, with its module (tests/harness/test_erro
     |   |   +-- LocalModelUnavailable (harness.models.server): the [local] extra missing, or its server down
     |   |   +-- CheckpointMoved (harness.records.checkpoint): another decision got to the run first
     |   +-- ModelError (harness.errors): a model call failed after its retries; ends that run
+    |   +-- AgentError (harness.errors): a user's own agent's code raised; the run is judged agent_error
     +-- Unreadable (harness.files): why a file cannot be read (caught by its readers, never raised out)
     +-- StepTimedOut (harness.core.step_deadline): a step's answer did not come within its timeout_ms
     +-- _Refused (harness.scenario.safe_yaml): a YAML construct the safe loader refuses (a ScenarioError outside)
     +-- Escaped (modes.runtimes.langchain_bridge): carries bench's BaseException out of LangChain's model call
-    +-- StepsSpent (modes.runtimes.langchain_bridge): LangGraph's model asked past max_steps
-    +-- StepLimitReached (modes.runtimes.openai_agents_sdk): the Agents SDK's model asked past max_steps
-    +-- StepLimitReached (modes.runtimes.pydantic_ai_agent): PydanticAI's model asked past max_steps
+    +-- StepLimitReached (modes.runtimes.base): an adapter's model asked past max_steps; nothing is called
     BaseException (control flow no mode can swallow)
     +-- Suspended (harness.core.approvals): the run stops at a gate nobody has decided yet
     +-- RejectedByHuman (harness.core.approvals): a person (or scripted approver) rejected the run at a gate

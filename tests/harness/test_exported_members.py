@@ -15,6 +15,7 @@ EXPORTS = {
         "PLAN_REVIEW",
         "ActionRecord",
         "ActionSpec",
+        "AgentError",
         "AnswerPolicy",
         "Clock",
         "Condition",
