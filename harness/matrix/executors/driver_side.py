@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from harness.matrix.cell.units import Cell
 from harness.matrix.executors.base import MatrixRun
-from harness.matrix.executors.unit_batch import UnitDone, WorkerSetup
+from harness.matrix.executors.unit_batch import UnitDone, WorkerExited, WorkerSetup
 from harness.models.recording import RECORDING_FILE
 from harness.records.folder import TRACE_FILE
 from harness.records.manifest import ManifestLedger
@@ -21,7 +21,6 @@ from modes.runtimes.own_agent import is_agent_spec
 
 if TYPE_CHECKING:
     from harness.matrix.executors.ray_model_servers import NodeServers
-    from harness.matrix.executors.workers import WorkerExited
     from harness.models.live import LiveConfig
 
 

@@ -32,9 +32,9 @@ from harness.matrix.cell.provenance import prompt_hash
 from harness.matrix.executors.base import EXECUTORS, MatrixRun
 from harness.matrix.executors.driver_side import driver_writes, shared_endpoint_of, worker_setup
 from harness.matrix.executors.ray_model_servers import NodeServers
-from harness.matrix.executors.unit_batch import UnitDone, UnitKey, WorkerSetup, run_batch_blocking
+from harness.matrix.executors.unit_batch import UnitDone, UnitKey, WorkerExited, WorkerSetup, run_batch_blocking
 from harness.matrix.executors.unit_ledger import MAX_ATTEMPTS, UnitLedger, lost_unit
-from harness.matrix.executors.workers import WorkerExited, batches, worker_share
+from harness.matrix.executors.workers import batches, worker_share
 from harness.models.choice import OpenSource
 from harness.models.shared_endpoint import merged_facts
 from harness.records.manifest import ManifestLedger

@@ -53,6 +53,15 @@ class WorkerSetup:
     workdir: Path | None = None  # the driver's working folder: where a relative agent path or module is found
 
 
+@dataclass(frozen=True)
+class WorkerExited:
+    """A worker is done; a live model's worker says what the endpoint taught its client, and its last error."""
+
+    index: int
+    facts: dict[str, Any] | None = None
+    last_error: str | None = None
+
+
 def load_agents(setup: WorkerSetup) -> None:
     """Registers the users' own agents in this worker as the driver did: a worker is a fresh interpreter (or a Ray
     worker elsewhere) whose mode registry has bench's modes only; a relative path is read from the driver's folder."""

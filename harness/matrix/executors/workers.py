@@ -46,7 +46,7 @@ from harness.matrix.cell.units import Cell
 from harness.matrix.executors import frames
 from harness.matrix.executors.base import EXECUTORS, MatrixRun
 from harness.matrix.executors.driver_side import driver_writes, shared_endpoint_of, worker_setup
-from harness.matrix.executors.unit_batch import UnitDone, UnitKey, WorkerSetup, unit_session
+from harness.matrix.executors.unit_batch import UnitDone, UnitKey, WorkerExited, WorkerSetup, unit_session
 from harness.matrix.executors.unit_ledger import MAX_ATTEMPTS, UnitLedger, lost_unit
 from harness.records.manifest import ManifestLedger
 
@@ -71,15 +71,6 @@ class WorkerFailed:
     kind: str
     message: str
     path: str | None = None
-
-
-@dataclass(frozen=True)
-class WorkerExited:
-    """A worker is done; a live model's worker says what the endpoint taught its client, and its last error."""
-
-    index: int
-    facts: dict[str, Any] | None = None
-    last_error: str | None = None
 
 
 @dataclass(frozen=True)
