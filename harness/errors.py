@@ -23,6 +23,7 @@ Every exception bench defines, by base, with its module (tests/harness/test_erro
     +-- _Refused (harness.scenario.safe_yaml): a YAML construct the safe loader refuses (a ScenarioError outside)
     +-- Escaped (modes.runtimes.langchain_bridge): carries bench's BaseException out of LangChain's model call
     +-- StepLimitReached (modes.runtimes.base): an adapter's model asked past max_steps; nothing is called
+    +-- AgentExited (modes.runtimes.process.run): an agent process exited non-zero or never started: agent_error
     BaseException (control flow no mode can swallow)
     +-- Suspended (harness.core.approvals): the run stops at a gate nobody has decided yet
     +-- RejectedByHuman (harness.core.approvals): a person (or scripted approver) rejected the run at a gate
