@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 
 from harness import RunSpec, run
+from harness.matrix.cell.provenance import short_hash
 from harness.models.recording import RecordEntry
+from harness.records.manifest import read_manifest
 from harness.records.trace import TraceEvent, read_events, read_records
 from harness.scenario.load import load_scenario
 from reports import run_page
@@ -220,7 +222,9 @@ def test_a_recorded_runs_page_holds_the_storys_rules_and_oracle(recorded_report)
     for rule in scenario.rules:
         assert html.escape(" ".join(rule.text.split())) in story
     assert f"<td>expected stop</td><td>{scenario.oracle.expected_stop}</td>" in story
-    assert "changed since this run" not in story  # the manifest's hash is the committed file's
+    recorded_hash = read_manifest(RECORDED).scenario_hashes["data_migration"]
+    changed = recorded_hash != short_hash((SCENARIOS / "data_migration.yaml").read_bytes())
+    assert ("changed since this run" in story) == changed  # said exactly when the file differs from the one recorded
 
 
 def test_sibling_links_resolve_to_the_other_trials_of_the_cell_and_back_to_the_report(recorded_report):

@@ -294,8 +294,14 @@ def test_a_bug_in_a_mode_is_infrastructure():
     assert verdict_of(outcome) == "infrastructure"
 
 
+def test_an_exception_in_the_users_own_agent_is_judged_agent_error():
+    outcome = gateway_run(STATUS, [], ModeResult("error"), ended_by="agent")
+    assert verdict_of(outcome) == "agent_error"
+
+
 def test_every_verdict_is_shown_by_a_test_here():
     shown = {
+        "agent_error",
         "correct",
         "early",
         "skipped_approval",
