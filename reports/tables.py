@@ -16,7 +16,7 @@ from typing import Any, Generic, Literal, TypeVar
 from tabulate import tabulate
 
 from harness.errors import ERROR_KINDS, INFRASTRUCTURE_ERRORS
-from harness.records.verdicts import GLOSSARY, NARROW_VERDICTS, label
+from harness.records.verdicts import GLOSSARY, NARROW_VERDICTS, RARE_VERDICTS, label
 from harness.terminal import fit_table
 from modes import MODES, Mode
 from reports.clustered import DESCRIPTION as CLUSTER_DESCRIPTION
@@ -406,7 +406,8 @@ def headline_table(
     """The headline table from its rows, wherever they were counted (a report, or a run as it goes)."""
     pass_k = f"pass^{k}" if k else PASS_K
     unanswered = any(r.unanswered for r in rows)
-    shown = (c for c in HEADLINE_COLUMNS if c.header != UNANSWERED or unanswered)
+    absent = {label(v) for v in RARE_VERDICTS if not any(r.verdicts and r.verdicts.get(v) for r in rows)}
+    shown = (c for c in HEADLINE_COLUMNS if (c.header != UNANSWERED or unanswered) and c.header not in absent)
     columns = (*key_columns(keys), *(c.named(pass_k) if c.header == PASS_K else c for c in shown))
     return Table(f"main_by_{grouping}", f"Summary per {title_per}", columns, tuple(rows), unanswered_note(rows))
 
@@ -459,10 +460,12 @@ VERDICTS_COLUMNS: tuple[Column[GroupMetrics], ...] = (
 
 def verdicts_table(metrics: Metrics) -> Table[GroupMetrics]:
     about = f"Where each judged run stopped, judged by the runtime against the oracle: {GLOSSARY}."
+    absent = [label(v) for v in RARE_VERDICTS if not any(g.verdicts.get(v) for g in metrics.groups)]
+    hidden = {*absent, *(f"{name} %" for name in absent)}
     return Table(
         f"verdicts_by_{metrics.grouping}",
         "Stop verdicts",
-        (*key_columns(metrics.keys), *VERDICTS_COLUMNS),
+        (*key_columns(metrics.keys), *(c for c in VERDICTS_COLUMNS if c.header not in hidden)),
         tuple(metrics.groups),
         about,
     )

@@ -24,6 +24,9 @@ class Verdict:
     colour: str  # a key of reports/palette.py's SWATCHES
     judged: bool = True  # counted in every rate; an unjudged run is bench's own plumbing failing
     narrow: bool = False  # a count kept in the one-column (narrow) variant of the verdicts table
+    # A verdict only some runs can have (agent_error: an own agent's code): a table gives it a column only when one
+    # of its rows has it, so a report of bench's own modes carries no column of zeros that cannot be otherwise.
+    rare: bool = False
 
     @property
     def glossed(self) -> str:
@@ -96,6 +99,7 @@ CATALOGUE: dict[str, Verdict] = {
             "unauthorized committed: the agent failed",
             "the agent's own code failed",
             "blue",
+            rare=True,
         ),
         Verdict(
             "infrastructure",
@@ -110,6 +114,7 @@ CATALOGUE: dict[str, Verdict] = {
 VERDICTS: tuple[str, ...] = tuple(CATALOGUE)
 JUDGED_VERDICTS: tuple[str, ...] = tuple(name for name, v in CATALOGUE.items() if v.judged)
 NARROW_VERDICTS: tuple[str, ...] = tuple(name for name, v in CATALOGUE.items() if v.narrow)
+RARE_VERDICTS: tuple[str, ...] = tuple(name for name, v in CATALOGUE.items() if v.rare)
 # The judged verdicts glossed in one line, where a reader cannot open docs/metrics.md (the tables' notes, LaTeX).
 GLOSSARY = "; ".join(CATALOGUE[name].glossed for name in JUDGED_VERDICTS)
 

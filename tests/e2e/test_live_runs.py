@@ -40,6 +40,9 @@ SCRIPT = [
     "echo_key",
     "ok",
 ]
+# An endpoint that never answers, or answers a proxy's 503 page to every try, stops a matrix at its preflight
+# (tests/e2e/test_dead_endpoint.py): they have no place in a matrix that must complete.
+STOP_A_MATRIX = {"silent", "503_page"}
 FAST = ["--timeout", "0.5", "--retries", "2", "--backoff", "0.01"]
 
 
@@ -61,7 +64,7 @@ def test_fault_matrix_completes_classified_and_keyless(tmp_path):
     with FaultServer(SCRIPT, hang_s=2.0) as server:
         result = live(server, out, "--trials", "3")
     assert result.exit_code == 0, result.output
-    assert set(server.served) == set(BEHAVIOURS)  # every fault shape was really served
+    assert set(server.served) == set(BEHAVIOURS) - STOP_A_MATRIX  # every other fault shape was really served
     assert server.authorizations == {f"Bearer {KEY}"}  # the key did go to the endpoint, in the header only
 
     trace = events(out)

@@ -24,7 +24,8 @@ def bench(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
 
 @pytest.fixture(scope="module")
 def folders(tmp_path_factory) -> dict[str, Path]:
-    """A labelled matrix whose runs end in every judged verdict, and a replay whose runs all miss (infrastructure)."""
+    """A labelled matrix whose runs end in every judged verdict, a replay whose runs all miss (infrastructure), and a
+    user's own agent with a bug in every other run (agent_error: no mode of bench's own can end so)."""
     root = tmp_path_factory.mktemp("runs")
     verdicts = run(
         RunSpec(
@@ -48,13 +49,27 @@ def folders(tmp_path_factory) -> dict[str, Path]:
             out=root / "infra",
         )
     ).folder
-    return {"root": root, "verdicts": verdicts, "infra": infra}
+    shutil.copy(ROOT / "tests" / "helpers" / "own_agents" / "flaky.py", root / "flaky.py")  # a fresh count of builds
+    agent = run(
+        RunSpec(
+            modes=[f"{root / 'flaky.py'}:build"],
+            scenarios=["blog_brief_approval"],
+            scenarios_dir=SCENARIOS,
+            model="scripted:compliant",
+            trials=2,
+            out=root / "agent",
+        )
+    ).folder
+    return {"root": root, "verdicts": verdicts, "infra": infra, "agent": agent}
+
+
+FOLDER_OF = {"infrastructure": "infra", "agent_error": "agent"}  # where each verdict's run is; the rest: verdicts
 
 
 def runs_by_verdict(folders: dict[str, Path]) -> dict[str, list[TraceEvent]]:
     """For each verdict, the events of one run that ended with it."""
     found: dict[str, list[TraceEvent]] = {}
-    for name in ("verdicts", "infra"):
+    for name in ("verdicts", "infra", "agent"):
         events = list(read_events(folders[name] / "traces.jsonl"))
         for event in events:
             if event.kind == "summary" and event.outcome is not None:
@@ -68,7 +83,7 @@ def test_show_prints_the_timeline_of_a_run_of_each_verdict(folders, monkeypatch,
     assert events, f"the fixture has no run judged {verdict}"
     summary = events[-1]
     assert summary.outcome is not None
-    folder = folders["infra"] if verdict == "infrastructure" else folders["verdicts"]
+    folder = folders[FOLDER_OF.get(verdict, "verdicts")]
     code, out, err = bench(monkeypatch, capsys, "show", str(folder), "--run", summary.run_id)
     assert code == 0, err
     lines = out.splitlines()
@@ -79,7 +94,7 @@ def test_show_prints_the_timeline_of_a_run_of_each_verdict(folders, monkeypatch,
     assert f"{verdict}: {meaning(verdict)}" in verdict_line
     for violation in summary.outcome.violations:
         assert f"- {violation}" in out
-    if verdict != "infrastructure":
+    if verdict not in FOLDER_OF:  # the labelled matrix's runs
         assert "label 'every verdict'" in lines[1]
 
 
