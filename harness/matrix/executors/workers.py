@@ -121,7 +121,12 @@ class _Worker:
     gone: bool = False
 
     def tell(self, command: object) -> bool:
-        """Sends a command (a batch, END or STOP); False when the worker is gone (its pipe has no reader)."""
+        """Sends a command (a batch, END or STOP); False when the worker is gone (its pipe has no reader). A command
+        waits for the setup to be sent whole: two writers on one pipe would interleave their frames (a stop right
+        after a worker was started read as its setup)."""
+        self.sender.join(STOP_WAIT_S)
+        if self.sender.is_alive():  # a worker that does not read its setup: a stop kills it after STOP_WAIT_S
+            return True
         try:
             frames.send(self.commands.fileno(), command)
         except OSError:
@@ -293,7 +298,13 @@ def _start(context: Any, setup: WorkerSetup, index: int, share: int) -> _Worker:
     process = context.Process(
         target=worker_main, args=(command_reader, result_writer, index), name=f"bench-worker-{index}", daemon=True
     )
-    process.start()
+    # The worker starts with a terminal's Ctrl-C blocked: one sent to the whole group while it still imports would
+    # end it with a traceback; it ignores both signals for good once it runs (worker_main), the driver decides.
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        process.start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     command_reader.close()  # the worker's ends: its death is then this side's end of file, or a refused send
     result_writer.close()
     worker_setup = replace(setup, concurrency=share)
@@ -334,10 +345,13 @@ def worker_main(commands: Any, results: Any, index: int) -> None:
     """A worker process: runs the batches it is sent until the end mark or a stop, then says it exited."""
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)  # the driver decides on a stop, once, for every worker
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})  # blocked while it started (_start)
     inbox, outbox_fd = commands.fileno(), results.fileno()
     try:
-        setup: WorkerSetup = frames.receive(inbox)
+        setup = frames.receive(inbox)
     except EOFError:  # the driver died before it sent the setup: nothing was started, nothing to say
+        return
+    if not isinstance(setup, WorkerSetup):  # stopped before it began (the driver sends the setup first)
         return
     _die_with(setup.driver_pid)
     lock = threading.Lock()
