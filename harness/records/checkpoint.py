@@ -58,6 +58,7 @@ Decision = Literal["approve", "reject", "revise"]
 CheckpointStatus = Literal["suspended", "deciding", "continued", "rejected"]
 # fields added after the first checkpoints: left out of the digest while unset
 LATER_FIELDS = ("claim", "saved_at", "runtime")
+STOP_ID_LENGTH = 8  # hex digits of a stop id: a collision among one run's few stops is one in four billion
 BUSY_TIMEOUT_S = 30.0  # how long a write waits for another process's transaction before it is WriteFailed
 
 
@@ -177,9 +178,29 @@ class Checkpoint(BaseModel):
         """Which stop of the run this is (0 for the first): how many decisions came before it."""
         return len(self.decisions)
 
+    @property
+    def stop_id(self) -> str:
+        """The short id of the stop this checkpoint stands at (``stop_id``)."""
+        return stop_id(self.run_id, self.stop, self.pending_gate or "")
+
+    def decided_stop(self, given: str) -> int | None:
+        """Which earlier stop of the run (its number) has the short id ``given``, or None."""
+        for number, decided in enumerate(self.decisions):
+            if stop_id(self.run_id, number, decided.gate) == given:
+                return number
+        return None
+
     def digest(self) -> str:
         unset = {name for name in LATER_FIELDS if getattr(self, name) is None}  # rows written before them still match
         return content_digest(self.model_dump(mode="json", exclude=unset))
+
+
+def stop_id(run_id: str, stop: int, gate: str) -> str:
+    """A stop's short id, as ``bench runs`` and ``bench show`` print it and ``bench resume --stop`` takes it: the
+    first hex digits of a SHA-256 over the run id, the stop's number (0 for the first: the decisions before it) and
+    its gate. Read from the database, never stored: the same stop has the same id in every listing and process, and a
+    run sent back to the same gate (``--revise``) stands at a new stop with a new id."""
+    return hashlib.sha256(f"{run_id}\n{stop}\n{gate}".encode()).hexdigest()[:STOP_ID_LENGTH]
 
 
 def content_digest(value: Any) -> str:
@@ -387,11 +408,12 @@ class CheckpointStore:
         found = []
         for run_id, status, gate, body in rows:
             facts = _facts(body)
-            claim = facts.get("claim")
+            claim, decisions = facts.get("claim"), facts.get("decisions")
             found.append(
                 OpenStop(
                     run_id=str(run_id),
                     gate=str(gate),
+                    stop=len(decisions) if isinstance(decisions, list) else 0,
                     next_seq=facts.get("next_seq") if isinstance(facts.get("next_seq"), int) else None,
                     claim=HumanDecision.model_validate(claim) if status == "deciding" and claim else None,
                 )
@@ -423,8 +445,13 @@ class OpenStop(BaseModel):
 
     run_id: str
     gate: str
+    stop: int  # which stop of the run (0 for the first)
     next_seq: int | None  # the trace position its checkpoint names
     claim: HumanDecision | None = None
+
+    @property
+    def stop_id(self) -> str:
+        return stop_id(self.run_id, self.stop, self.gate)
 
 
 _STORES: weakref.WeakSet[CheckpointStore] = weakref.WeakSet()  # every store of this process, for a fork

@@ -282,7 +282,7 @@ def test_runs_of_one_folder_lists_the_runs_waiting_for_a_decision(folders, monke
         if e.kind == "summary" and e.outcome and e.outcome.status == "suspended"
     }
     assert suspended and all(run_id in out for run_id in suspended)
-    assert f"decide with: bench resume {folders['verdicts']} --run ID --approve" in out
+    assert f"decide with: bench resume {folders['verdicts']} --run ID --stop STOP --approve" in out
 
 
 def test_a_running_folder_whose_process_is_gone_is_shown_stopped(folders, tmp_path, monkeypatch, capsys):

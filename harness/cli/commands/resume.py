@@ -53,6 +53,16 @@ def resume_command(
     gate: Annotated[
         str | None, typer.Option(help="The gate you decide on; refused if the run waits elsewhere.")
     ] = None,
+    stop_id: Annotated[
+        str | None,
+        typer.Option(
+            "--stop",
+            metavar="ID",
+            help="The stop you decide, by the id bench runs DIR and bench show print; one decided before is refused "
+            "as already decided.",
+            show_default=False,
+        ),
+    ] = None,
     scenarios_dir: ScenariosDir = None,
 ) -> None:
     """Continue one suspended run with a person's decision, in this process, with the same model source.
@@ -81,6 +91,7 @@ def resume_command(
         started=_command_started,
         confirm=_ask if sys.stdin.isatty() and sys.stderr.isatty() else None,
         named=True,
+        stop_id=stop_id,
     )
     outcome = result.outcome
     if outcome is not None:

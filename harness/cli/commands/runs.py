@@ -46,6 +46,14 @@ def show_command(
         stderr_note(f"warning: {shown.skipped} unreadable trace lines skipped")
     if shown.timeline is not None:
         lines = render_text(shown.timeline, full=full)
+        stop = shown.stops.get(shown.timeline.run.run_id)
+        if stop is not None:
+            where = relative(folder if folder.is_dir() else folder.parent)
+            lines.append(
+                f"  {'decide':<14}it waits at '{printable(stop.gate, one_line=True)}', stop {stop.stop_id}: "
+                f"bench resume {where} --run {stop.run_id} --stop {stop.stop_id} --approve (or --reject, or --revise "
+                "--note WHY)"
+            )
         if prompts:
             from reports.run_story import extras_of_run
 
@@ -57,7 +65,11 @@ def show_command(
         [r.run_id, r.scenario, r.mode, r.trial, r.status or "(no summary)", r.verdict or "-", r.events]
         for r in shown.matches[:LISTED_RUNS]
     ]
-    echo(printable(table(rows, headers=["run", "scenario", "mode", "trial", "status", "stop verdict", "events"])))
+    headers = ["run", "scenario", "mode", "trial", "status", "stop verdict", "events"]
+    if shown.stops:  # the column only where a run waits: a folder with none keeps its listing
+        rows = [[*row, shown.stops[row[0]].stop_id if row[0] in shown.stops else "-"] for row in rows]
+        headers.append("stop")
+    echo(printable(table(rows, headers=headers)))
     more = len(shown.matches) - len(rows)
     echo(
         (f"... and {more:,} more\n" if more > 0 else "")
@@ -121,12 +133,15 @@ def _describe_one(row: Any, pending: list[Any]) -> None:
                 w.run.mode if w.run else "?",
                 w.run.trial if w.run else "?",
                 w.gate,
+                w.stop_id,
             ]
             for w in waiting
         ]
         echo()
-        echo(table(rows, headers=["waiting run", "scenario", "mode", "trial", "gate"]))
-        echo(f"\ndecide with: bench resume {where} --run ID --approve (or --reject)")
+        echo(table(rows, headers=["waiting run", "scenario", "mode", "trial", "gate", "stop"]))
+        echo(
+            f"\ndecide with: bench resume {where} --run ID --stop STOP --approve (or --reject, or --revise --note WHY)"
+        )
     for w in pending:
         if w.state == "waiting":
             continue

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,7 @@ class Shown:
     timeline: Any  # harness.records.timeline.Timeline, or None when the selection names no single run
     matches: list[Any]  # harness.records.timeline.RunRef of every run the selection matched
     skipped: int  # unreadable trace lines
+    stops: dict[str, Any] = field(default_factory=dict)  # run id -> its stop waiting for a decision (WaitingRun)
 
 
 def show(
@@ -57,18 +58,33 @@ def show(
     if folder.is_dir():
         with contextlib.suppress(UserInputError):
             label = read_manifest(folder).label
+    stops = _waiting_stops(folder if folder.is_dir() else folder.parent)
     if run_id is not None and scenario is None and mode is None and trial is None:
         found, skipped = timeline(folder, run_id, label=label)
         if found is not None:
-            return Shown(found, [found.run], skipped)
+            return Shown(found, [found.run], skipped, stops)
     runs, skipped = list_runs(folder)
     matches = select(runs, run_id=run_id, scenario=scenario, mode=mode, trial=trial)
     if not matches:
         raise UserInputError(_nothing_matches(folder, runs, run_id, scenario, mode, trial))
     if len(matches) > 1:
-        return Shown(None, matches, skipped)
+        return Shown(None, matches, skipped, stops)
     one, _ = timeline(folder, matches[0].run_id, label=label)
-    return Shown(one, matches, skipped)
+    return Shown(one, matches, skipped, stops)
+
+
+def _waiting_stops(folder: Path) -> dict[str, Any]:
+    """The folder's runs waiting for a decision, by run id; none where its checkpoint database does not read (bench
+    runs DIR says why): the timeline is shown all the same."""
+    from harness.matrix.commands.listing import waiting_runs
+    from harness.records.checkpoint import CHECKPOINT_FILE
+
+    if not (folder / CHECKPOINT_FILE).is_file():
+        return {}
+    try:
+        return {w.run_id: w for w in waiting_runs(folder) if w.state == "waiting"}
+    except UserInputError:
+        return {}
 
 
 def _nothing_matches(

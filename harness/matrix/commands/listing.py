@@ -48,6 +48,7 @@ class WaitingRun:
 
     run_id: str
     gate: str
+    stop_id: str  # the stop's short id (bench resume --stop)
     run: RunRef | None  # its cell, when the trace names it
     state: Literal["waiting", "decided", "deciding"] = "waiting"  # decided: a resume was cut short, the next one
     # carries the decision out; deciding: a resume is carrying it out now (it holds the folder)
@@ -120,9 +121,10 @@ def waiting_runs(folder: Path) -> list[WaitingRun]:
         ref = refs.get(stop.run_id)
         ahead = ref is not None and stop.next_seq is not None and ref.events > stop.next_seq  # its trace went on
         if stop.claim is None and not ahead:
-            found.append(WaitingRun(stop.run_id, stop.gate, ref))
+            found.append(WaitingRun(stop.run_id, stop.gate, stop.stop_id, ref))
         else:
-            found.append(WaitingRun(stop.run_id, stop.gate, ref, "deciding" if busy else "decided", stop.claim))
+            state: Literal["decided", "deciding"] = "deciding" if busy else "decided"
+            found.append(WaitingRun(stop.run_id, stop.gate, stop.stop_id, ref, state, stop.claim))
     return found
 
 

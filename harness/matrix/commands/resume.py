@@ -8,7 +8,9 @@ that same decision out again from the same checkpoint, writing only the trace li
 (``harness.matrix.commands.reconcile``): nothing is committed twice and the checkpoint and the trace never disagree
 for good. A decision lands only on the stop that was pending when its command started (and at the gate
 ``--gate`` names): a stop another decision moved on is refused, saying who decided what and where the run
-waits now.
+waits now. ``--stop ID`` names the stop itself, by the short id ``bench runs`` and ``bench show`` print
+(``harness.records.checkpoint.stop_id``): an id of a stop decided before is refused as "already decided", so a command
+retyped after its run moved on, to another gate or back to the same one after a revision, decides nothing.
 """
 
 from __future__ import annotations
@@ -99,6 +101,7 @@ def resume(
     started: float | None = None,
     confirm: Callable[[str], bool] | None = None,
     named: bool = False,
+    stop_id: str | None = None,
 ) -> ResumeResult:
     """Continues one suspended run of ``folder`` with a person's decision, in this process, with the same model
     source; its trace goes on in the same file. ``run_id`` may be a unique prefix; ``started`` is when the
@@ -110,11 +113,14 @@ def resume(
     A decision names what it decides (``named``: the command line's rule): for a run whose story has more than one
     gate, a decision without ``gate`` is put to the person (``confirm``, given the question, on a terminal) or
     refused in one line, so retyping a command after its run moved on to the next gate never decides a gate nobody
-    saw."""
+    saw. ``stop_id`` names the stop decided by its short id (``bench runs``): only the run's open stop is taken, one
+    decided before is refused as already decided."""
     started = time.time() if started is None else started
     read_manifest(folder)  # not a run folder: one line before anything else
     run_id = resolve_run(folder, run_id)
     seen = _standing(folder, run_id)  # before the lock: the stop this command is meant for
+    if stop_id is not None:
+        gate = _gate_of_stop(seen, stop_id, gate)
     _refuse_early(seen, decision, gate)
     held = _attach(folder, seen)
     try:
@@ -140,6 +146,28 @@ def resume(
         held.release()
 
 
+def _gate_of_stop(seen: Standing, given: str, gate: str | None) -> str:
+    """The gate of the stop ``given`` names, when it is the run's open stop (and at ``gate``, if that is given too);
+    a stop decided before is refused as already decided, any other id in one line saying where the run stands."""
+    checkpoint, wanted = seen.checkpoint, given.strip().lower()
+    if seen.open and wanted == checkpoint.stop_id:
+        pending = checkpoint.pending_gate or ""
+        if gate is not None and gate != pending:
+            raise UserInputError(f"run {checkpoint.run_id}: stop {wanted} is at '{pending}', not at '{gate}'")
+        return pending
+    earlier = checkpoint.decided_stop(wanted)
+    if earlier is not None:
+        raise UserInputError(_decided_before(checkpoint, earlier))
+    where = (
+        f"it waits at '{checkpoint.pending_gate}', stop {checkpoint.stop_id}"
+        if seen.open
+        else "nothing waits for a decision"
+    )
+    raise UserInputError(
+        f"--stop {given}: run {checkpoint.run_id} has no such stop ({where}; bench runs DIR lists the stops waiting)"
+    )
+
+
 def _named_or_confirmed(
     checkpoint: Checkpoint,
     gate: str | None,
@@ -156,16 +184,17 @@ def _named_or_confirmed(
     waits = checkpoint.pending_gate
     earlier = ", ".join(f"'{d.gate}' ({_said(d)})" for d in checkpoint.decisions) or "none"
     question = (
-        f"run {checkpoint.run_id} can stop at {len(gates)} gates and waits now at '{waits}' "
-        f"(decided before: {earlier}); {decision} '{waits}'?"
+        f"run {checkpoint.run_id} can stop at {len(gates)} gates and waits now at '{waits}', stop "
+        f"{checkpoint.stop_id} (decided before: {earlier}); {decision} '{waits}'?"
     )
     if confirm is not None and confirm(question):
         return
     if confirm is not None:
         raise UserInputError(f"run {checkpoint.run_id}: nothing decided")
     raise UserInputError(
-        f"run {checkpoint.run_id} can stop at {len(gates)} gates: name the one you decide, --gate {waits} "
-        f"(it waits there now; decided before: {earlier}); a retyped command then says it was already decided"
+        f"run {checkpoint.run_id} can stop at {len(gates)} gates: name the one you decide, --gate {waits} or --stop "
+        f"{checkpoint.stop_id} (it waits there now; decided before: {earlier}); a retyped command then says it was "
+        "already decided"
     )
 
 

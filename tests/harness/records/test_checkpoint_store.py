@@ -18,6 +18,7 @@ from harness.records.checkpoint import (
     CheckpointStore,
     HumanDecision,
     content_digest,
+    stop_id,
 )
 
 APPROVE = HumanDecision(gate="brief_approval", decision="approve", who="editor")
@@ -113,3 +114,9 @@ def test_a_refused_write_is_write_failed_naming_the_database_and_the_last_rows_s
         resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
     assert refused.value.path == str(store.path) and str(refused.value).startswith(f"{store.path}: cannot write: ")
     assert store.load(checkpoint.run_id) == checkpoint  # rolled back: the run still waits at its gate
+
+
+def test_a_stop_id_is_fixed_by_its_run_stop_number_and_gate():
+    assert stop_id("d2785d27975b56be", 0, "brief_approval") == "0be12ddb"  # documented: the same in every version
+    others = {stop_id("d2785d27975b56be", 1, "brief_approval"), stop_id("d2785d27975b56be", 0, "synopsis_approval")}
+    assert len(others | {"0be12ddb"}) == 3
