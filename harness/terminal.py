@@ -30,9 +30,6 @@ def printable(text: str, *, one_line: bool = False) -> str:
     return cleaned
 
 
-NARROW = 100  # under this many columns a table that does not fit is laid out one block per row
-
-
 def width() -> int | None:
     """The width to fit: ``COLUMNS`` when set, else the terminal's; None (no limit) when writing to a file or pipe."""
     columns = os.environ.get("COLUMNS", "")
@@ -59,11 +56,13 @@ def fit_table(
     numeric: Sequence[bool],
     limit: int | None = None,
 ) -> str:
-    """A table that fits ``limit`` columns, in the first of three layouts that does.
+    """A table that fits ``limit`` columns, in the first of five layouts that does.
 
-    1. One line per row (tabulate's ``simple``). 2. The same with prose columns and headers wrapped in their cells.
-    3. One block per row: the row's leading text columns as its title, then ``header value`` pairs packed into lines;
-    every header and value is still there, nothing is cut.
+    1. One line per row (tabulate's ``simple``). 2. The same with each header stacked over lines, so a column is as
+    wide as its widest value or header word. 3. That, with a column holding one value in every
+    row said once under the table (``in every row: policy enforce, infra 0``). 4. One line per row with prose
+    columns and headers wrapped in their cells. 5. One block per row: the row's leading text columns as its title,
+    then ``header value`` pairs packed into lines. Every header and value is still there, nothing is cut.
     """
     from tabulate import tabulate
 
@@ -83,12 +82,70 @@ def fit_table(
     text = simple(headers, rows)
     if limit is None or _widest(text) <= limit:
         return text
+    for stacked in (_stacked(headers, rows, numeric), _stacked_without_constants(headers, rows, numeric)):
+        if stacked is not None and _widest(stacked) <= limit:
+            return stacked
     wrapped = _wrapped_columns(headers, rows, numeric, limit)
     if wrapped is not None:
         text = simple(headers, rows, wrapped)
         if _widest(text) <= limit:
             return text
     return _blocks(headers, rows, numeric, limit)
+
+
+GAP = "  "  # between two columns, as tabulate's simple format
+
+
+def _header_words(header: str) -> list[str]:
+    """A header's words, a hyphenated one broken after its hyphens (stop-correct: stop- / correct)."""
+    return [part for word in header.split() for part in re.split(r"(?<=-)(?=\w)", word) if part] or [""]
+
+
+def _header_lines(words: Sequence[str], width: int) -> list[str]:
+    """A header's words packed into lines of at most ``width`` (a word after a hyphen joins it with no space)."""
+    lines: list[str] = []
+    for word in words:
+        joined = f"{lines[-1]}{'' if lines[-1].endswith('-') else ' '}{word}" if lines else word
+        if lines and len(joined) <= width:
+            lines[-1] = joined
+        else:
+            lines.append(word)
+    return lines
+
+
+def _stacked(headers: Sequence[str], rows: Sequence[Sequence[str]], numeric: Sequence[bool]) -> str:
+    """One line per row under headers stacked over lines, bottom-aligned over a rule of dashes: a column is as wide
+    as its widest value or header word, and its header's words fill lines that wide."""
+    words = [_header_words(h) for h in headers]
+    widths = [max(len(w) for w in [*ws, *(row[i] for row in rows)]) for i, ws in enumerate(words)]
+    stacks = [_header_lines(ws, w) for ws, w in zip(words, widths, strict=True)]
+    height = max(len(stack) for stack in stacks)
+
+    def line(cells: Sequence[str]) -> str:
+        return GAP.join(
+            c.rjust(w) if n else c.ljust(w) for c, w, n in zip(cells, widths, numeric, strict=True)
+        ).rstrip()
+
+    lines = [line([([""] * (height - len(s)) + s)[level] for s in stacks]) for level in range(height)]
+    lines.append(GAP.join("-" * w for w in widths))
+    lines += [line(row) for row in rows]
+    return "\n".join(lines)
+
+
+def _stacked_without_constants(
+    headers: Sequence[str], rows: Sequence[Sequence[str]], numeric: Sequence[bool]
+) -> str | None:
+    """The stacked layout without the columns that hold one value in every row, said once in a line under it (None
+    when no column is constant, or the table has one row: then every column is)."""
+    if len(rows) < 2:
+        return None
+    constant = [i for i in range(1, len(headers)) if len({row[i] for row in rows}) == 1]  # the first names the row
+    if not constant:
+        return None
+    kept = [i for i in range(len(headers)) if i not in constant]
+    table = _stacked([headers[i] for i in kept], [[row[i] for i in kept] for row in rows], [numeric[i] for i in kept])
+    said = ", ".join(f"{headers[i]} {rows[0][i]}" for i in constant)
+    return table + "\n" + wrap(f"in every row: {said}", _widest(table))
 
 
 def _widest(text: str) -> int:
