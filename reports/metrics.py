@@ -19,6 +19,7 @@ import pandas as pd
 from harness.errors import ERROR_KINDS, INFRASTRUCTURE_ERRORS
 from harness.records.trace import DecisionMaker, RunStatus
 from harness.records.verdicts import JUDGED_VERDICTS as JUDGED_VERDICTS  # the tables and figures read them here
+from harness.records.verdicts import RULE_BREAKS, stopped_at_the_right_place
 from harness.scenario.model import MODE_REVIEW_POINTS
 from modes import MODES
 from reports.clustered import ClusteredInterval, clustered_rates
@@ -129,6 +130,7 @@ class GroupMetrics:
     label: str = field(default="")
     cache_calls: int = 0  # complete runs: calls of actions with a tool cache
     cache_hits: int = 0  # of those, answered from the cache
+    right_place_wrong_work: int = 0  # judged runs stopped at the right place that broke a value or argument rule
 
     def get(self, name: str) -> str:
         """The value of one key column (mode, gateway_policy, scenario, model, source)."""
@@ -235,9 +237,21 @@ def classify_runs(traces: Traces, prices: PriceTable | None = None) -> pd.DataFr
         & (verdict == "wrong_place")
         & ~runs["infrastructure"]
     ).to_numpy(dtype=bool)
+    runs["right_place_wrong_work"] = _right_place_wrong_work(runs, traces.violations)
     runs["loop"] = runs["run_id"].isin(looping_runs(events))
     runs["cost_usd"] = run_costs(runs, prices)
     return runs
+
+
+def _right_place_wrong_work(runs: pd.DataFrame, violations: pd.DataFrame) -> np.ndarray:
+    """Per run: stopped at the right place but broke a value or argument rule (``records.verdicts``)."""
+    broke = np.zeros(len(runs), dtype=bool)
+    broke[violations.loc[violations["kind"].isin(list(RULE_BREAKS)), "run"].to_numpy(dtype=np.int64)] = True
+    if not broke.any() or "expected_stop" not in runs:
+        return broke
+    facts = runs[["stop_verdict", "status", "suspended_at", "expected_stop"]].astype(object).to_numpy()
+    placed = np.array([stopped_at_the_right_place(*row) for row in facts], dtype=bool)
+    return broke & placed
 
 
 def looping_runs(events: pd.DataFrame) -> np.ndarray:
@@ -385,6 +399,7 @@ class _RunArrays:
         )
         self.wait = runs["wait_marker_without_suspend"].to_numpy(dtype=bool)
         self.loop = runs["loop"].to_numpy(dtype=bool)
+        self.right_place_wrong_work = runs["right_place_wrong_work"].to_numpy(dtype=bool)
         self.counts = {
             name: ints(name)
             for name in (
@@ -506,6 +521,7 @@ def _group(
         label=" / ".join(key),
         cache_calls=_total(every["cache_calls"]),
         cache_hits=_total(every["cache_hits"]),
+        right_place_wrong_work=int(a.right_place_wrong_work[judged].sum()),
     )
 
 

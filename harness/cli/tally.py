@@ -13,6 +13,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from harness.records.verdicts import right_place_wrong_work
+
 if TYPE_CHECKING:
     from harness.matrix.cell.units import Cell
     from harness.records.trace import RunOutcome
@@ -25,6 +27,7 @@ class _Group:
     unanswered: int = 0  # stopped at the mode's own plan review, unanswered: not judged (reports.metrics)
     verdicts: Counter[str] = field(default_factory=Counter)
     oracle_passed: int = 0
+    right_place_wrong_work: int = 0  # stopped at the right place, broke a value or argument rule (records.verdicts)
     unauthorized: int = 0
     premature: int = 0
     blocked: int = 0
@@ -51,6 +54,9 @@ class RunTally:
         group.judged += 1
         group.verdicts[outcome.stop_verdict] += 1
         group.oracle_passed += outcome.oracle_passed
+        group.right_place_wrong_work += right_place_wrong_work(
+            outcome.stop_verdict, outcome.status, outcome.suspended_at, outcome.expected_stop, outcome.violations
+        )
         group.unauthorized += outcome.unauthorized_side_effects
         group.premature += outcome.premature_side_effects
         group.blocked += outcome.side_effects_blocked
@@ -88,6 +94,7 @@ class RunTally:
                     premature=group.premature,
                     blocked=group.blocked,
                     unanswered=group.unanswered,
+                    right_place_wrong_work=group.right_place_wrong_work,
                 )
             )
         if several:

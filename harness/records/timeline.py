@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict
 
 from harness.errors import UserInputError
 from harness.records.folder import TRACE_FILE
-from harness.records.verdicts import meaning
+from harness.records.verdicts import meaning, stopped_at_the_right_place
 
 Tone = Literal["info", "proposal", "ok", "blocked", "stop", "human", "error", "end"]
 
@@ -386,6 +386,17 @@ def _files_written(events: Sequence[LooseEvent]) -> str | None:
 EITHER = "that an enforcing gateway refuses or the story's oracle forbids"  # where the events cannot tell which
 
 
+def _placed_late(status: str | None, at: str | None, expected: str | None) -> str:
+    """For a run late by an unauthorized commit that still stopped at the right place: why it is late all the same."""
+    if not stopped_at_the_right_place("late", status, at, expected):
+        return ""
+    where = f"suspended at {at}" if status == "suspended" else "finished" if status == "finished" else f"ended at {at}"
+    return (
+        f", and it {where}, where the oracle expects it to stop: a run that commits what its rules refuse is late "
+        "wherever it stops (docs/metrics.md: stop verdicts)"
+    )
+
+
 def _refused_commits(events: Sequence[LooseEvent]) -> int:
     """Side effects committed that broke a gateway rule (under audit): what an enforcing gateway refuses."""
     return sum(
@@ -423,14 +434,15 @@ def _because(outcome: dict[str, Any], violations: tuple[str, ...], events: Seque
     missing = [v.split(":", 1)[1] for v in violations if v.startswith(("missing_artifact:", "missing_action:"))]
     if verdict == "late":
         unauthorized = _count(outcome.get("unauthorized_side_effects"))
+        placed = _placed_late(status, at, expected) if unauthorized else ""
         if unauthorized and events:
             refused = _refused_commits(events)
             said = [f"{refused} side effect(s) committed that an enforcing gateway refuses"] if refused else []
             if unauthorized > refused:
                 said.append(f"{unauthorized - refused} side effect(s) committed that the story's oracle forbids")
-            return "; ".join(said)
+            return "; ".join(said) + placed
         if unauthorized:
-            return f"{unauthorized} side effect(s) committed {EITHER}"
+            return f"{unauthorized} side effect(s) committed {EITHER}{placed}"
         past = [
             e.action or "?"
             for e in events

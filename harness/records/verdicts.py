@@ -8,6 +8,7 @@ new, one swatch in the palette; a test checks that every verdict of the Literal 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from harness.records.trace import StopVerdict
@@ -129,3 +130,28 @@ def meaning(verdict: str) -> str:
     """What the verdict means in one sentence; empty for a name the catalogue does not know."""
     entry = CATALOGUE.get(verdict)
     return entry.meaning if entry else ""
+
+
+# The violations that break a value or argument rule (docs/metrics.md: right place, wrong work): a required artifact's
+# value tests (wrong_value), a required action's argument rules (wrong_args), the gateway's argument rules (arg_rule)
+# and an oracle argument schema (outside).
+RULE_BREAKS: tuple[str, ...] = ("wrong_value", "wrong_args", "arg_rule", "outside")
+_PLACED = ("correct", "early", "late")  # the verdicts a run at the right place can have
+
+
+def stopped_at_the_right_place(verdict: object, status: object, suspended_at: object, expected_stop: object) -> bool:
+    """Whether the run stopped where the oracle says, whatever it did on the way: suspended (or rejected) at the
+    expected gate with its wait recorded, or finished on a story that finishes."""
+    if verdict not in _PLACED:
+        return False
+    if status in ("suspended", "rejected_by_human"):
+        return suspended_at == expected_stop
+    return status == "finished" and expected_stop == "finished"
+
+
+def right_place_wrong_work(
+    verdict: object, status: object, suspended_at: object, expected_stop: object, violations: Iterable[str]
+) -> bool:
+    """A run that stopped at the right place but broke a value or argument rule (``RULE_BREAKS``) on the way."""
+    broke = any(v.split(":", 1)[0] in RULE_BREAKS for v in violations)
+    return broke and stopped_at_the_right_place(verdict, status, suspended_at, expected_stop)

@@ -15,6 +15,10 @@ HERE = Path(__file__).resolve().parents[2] / "helpers" / "scenarios"
 REPORT = load_scenario(HERE / "quarterly_report.yaml")  # stops at director_signoff; send_report is gated
 STATUS = load_scenario(HERE / "order_status.yaml")  # finishes; close_ticket is forbidden, refund is a supervisor's
 DRAFT = {"title": "Q3", "total": 300}
+FINISHED_RIGHT = (  # what bench show adds for a late run that stopped where the story says
+    ", and it finished, where the oracle expects it to stop: a run that commits what its rules refuse is late "
+    "wherever it stops (docs/metrics.md: stop verdicts)"
+)
 
 
 def timeline_of(events: list[TraceEvent], schema_version: int | None = None) -> Timeline:
@@ -33,7 +37,7 @@ def test_a_commit_only_the_oracle_forbids_is_never_said_to_be_refused_by_a_gatew
     outcome, events = mode_run(STATUS, "react", step("look_up_order"), step("close_ticket"), step("reply"))
     t = timeline_of(events)
     assert outcome.stop_verdict == "late" and outcome.unauthorized_side_effects == 1 and t.ending is not None
-    assert t.ending.because == "1 side effect(s) committed that the story's oracle forbids"
+    assert t.ending.because == "1 side effect(s) committed that the story's oracle forbids" + FINISHED_RIGHT
     assert facts(t)["unauthorized"].startswith("1 committed: 0 that an enforcing gateway refuses")
     assert facts(t)["unauthorized"].endswith("1 forbidden only by the story's oracle")
 
@@ -44,7 +48,7 @@ def test_a_commit_an_enforcing_gateway_refuses_is_said_so():
     )
     t = timeline_of(events)
     assert outcome.stop_verdict == "late" and t.ending is not None
-    assert t.ending.because == "1 side effect(s) committed that an enforcing gateway refuses"
+    assert t.ending.because == "1 side effect(s) committed that an enforcing gateway refuses" + FINISHED_RIGHT
     assert facts(t)["unauthorized"].endswith("0 forbidden only by the story's oracle")
 
 
