@@ -11,7 +11,8 @@ Imported only when the mode runs (modes/runtimes/pydantic_ai.py), so the mode re
   with ``DeferredToolRequests`` before the tool's body runs. The adapter saves the message history, asks the gateway
   for the approval (a recorded wait) and suspends; the decision comes back to PydanticAI as ``DeferredToolResults``,
   in this process (an in-run approver) or in a new one (``bench resume``). Whatever PydanticAI then executes reaches
-  the gateway again and is counted.
+  the gateway again and is counted, except an approved wait tool: its wait is recorded already, its result is the
+  decision.
 - A tool call's step is its ordinal among the tool calls of the message history: stable across a resume, so a call
   PydanticAI executes twice shows up as a repeated side effect of one step.
 """
@@ -277,7 +278,8 @@ def action_tool(ctx: RunContext, spec: ActionSpec) -> Tool[None]:
 
     async def call(run: ToolContext[None], **args: Any) -> str:
         step = call_steps(run.messages)[run.tool_call_id or ""]
-        return observation_line(ctx.act(spec.name, args, allowed=allowed, step=step))
+        waited = answered_wait(ctx, spec, step)
+        return waited or observation_line(ctx.act(spec.name, args, allowed=allowed, step=step))
 
     tool = Tool.from_schema(
         call, name=spec.name, description=spec.description, json_schema=own(spec.args), takes_ctx=True
@@ -288,6 +290,16 @@ def action_tool(ctx: RunContext, spec: ActionSpec) -> Tool[None]:
         tool.function_schema, validator=SchemaValidator(core_schema.dict_schema())
     )
     return tool
+
+
+def answered_wait(ctx: RunContext, spec: ActionSpec, step: int) -> str | None:
+    """The result of a wait tool PydanticAI runs once its approval came: ``settle`` recorded that wait before the
+    decision, so the decision is the tool's result and the gateway records no second wait (None: not that case)."""
+    if spec.kind != "wait" or spec.gate is None:
+        return None
+    recorded = any(r.status == "wait_recorded" and r.gate == spec.gate and r.step == step for r in ctx.gateway.records)
+    decided = [d.decision for d in ctx.gateway.decisions if d.decision.gate == spec.gate]
+    return decision_line(step, decided[-1]) if recorded and decided else None
 
 
 def own(schema: dict[str, Any]) -> dict[str, Any]:
