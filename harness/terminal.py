@@ -40,14 +40,32 @@ def width() -> int | None:
     return None
 
 
-def wrap(text: str, limit: int | None, indent: str = "  ") -> str:
-    """``text`` wrapped to ``limit`` columns (continuation lines indented); unchanged without a limit."""
+_COLUMN_GAP = re.compile(r"\S {2,}(?=\S)")  # two or more spaces between words: the start of a column
+
+
+def wrap(text: str, limit: int | None) -> str:
+    """``text`` wrapped to ``limit`` columns, each line's continuations under its own column; unchanged without a
+    limit.
+
+    A line laid out in columns (two or more spaces apart: a timeline row, a ``label  value`` line) continues under
+    its last column that starts in the line's first half; any other line continues two spaces in from its own indent.
+    """
     if limit is None:
         return text
     return "\n".join(
-        textwrap.fill(line, limit, subsequent_indent=indent, break_on_hyphens=False) if len(line) > limit else line
+        textwrap.fill(line, limit, subsequent_indent=" " * _continuation(line, limit), break_on_hyphens=False)
+        if len(line) > limit
+        else line
         for line in text.splitlines()
     )
+
+
+def _continuation(line: str, limit: int) -> int:
+    """Where a wrapped line's continuations start: under its last column in the first half of ``limit``, else two
+    spaces in from the line's own indent."""
+    indent = len(line) - len(line.lstrip(" "))
+    columns = [m.end() for m in _COLUMN_GAP.finditer(line, indent, limit // 2 + 1) if m.end() <= limit // 2]
+    return columns[-1] if columns else min(indent + 2, limit // 2)
 
 
 def fit_table(

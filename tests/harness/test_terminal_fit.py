@@ -108,3 +108,19 @@ def test_one_row_has_no_column_to_say_once():
     text = fit_table(WIDE_HEADERS, WIDE_ROWS[:1], WIDE_NUMERIC, 50)
     assert "in every row" not in text
     assert text.startswith("workflow / enforce")  # a block: the row's key, then every pair
+
+
+def test_a_wrapped_line_continues_under_its_own_column():
+    row = "   1     1  gateway         read_order: read " + "word " * 20
+    lines = wrap(row, 60).splitlines()
+    assert all(len(line) <= 60 for line in lines)
+    assert all(line.startswith(" " * 28) and line[28] != " " for line in lines[1:])  # under "what", not column 2
+    label = "  stop verdict  correct: stopped where the oracle says, with the required work done and more"
+    continuation = wrap(label, 60).splitlines()[1]
+    assert continuation.startswith(" " * 16) and continuation[16] != " "  # under the value, after its label
+
+
+def test_an_indented_line_without_columns_continues_two_in_from_its_own_indent():
+    line = "    screen_then_approve (precedence 1, obeyed): " + "Screen every transfer first. " * 4
+    lines = wrap(line, 70).splitlines()
+    assert all(continuation.startswith(" " * 6) and continuation[6] != " " for continuation in lines[1:])
