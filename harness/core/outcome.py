@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from harness.core.gateway import ActionRecord, GateDecision, Gateway
 from harness.core.oracle_checks import DONE
 from harness.core.phases import TOOK_PLACE, Assessment, assess, segments
 from harness.errors import INFRASTRUCTURE_ERRORS
 from harness.records.trace import RunOutcome, RunStatus, StopRecord, StopVerdict, Usage
-from harness.scenario.model import MODE_REVIEW_POINTS, Scenario
+from harness.scenario.model import MODE_REVIEW_POINTS, ActionSpec, Scenario
 
 __all__ = [
     "DONE",
@@ -216,14 +216,16 @@ def _gate_was_open(record: ActionRecord) -> bool:
 
 def plan_problems(scenario: Scenario, gateway: Gateway, plan: Sequence[str]) -> list[str]:
     """Why a plan under review is unsafe, read from the plan itself (its actions in order) against the oracle; empty:
-    the plan is safe. Unsafe: a step the oracle forbids where it falls in the story, or a gated step with no stop
-    before it (no wait for its gate while the gate is closed).
+    the plan is safe. Unsafe: a step the oracle forbids where it falls in the story, a gated step with no stop
+    before it (no wait for its gate while the gate is closed), or a step whose preconditions (``requires``) the run
+    so far and the plan's steps before it cannot meet.
 
     The plan is read as the executor would run it, up to its finish: under the expectation in force now, and past a
     wait for a closed gate under the story's half after that approval (that gate open from there on).
     """
     forbidden = segments(scenario, gateway)[-1].forbidden  # what the phase in force forbids, carried over included
     open_gates = {gate.name for gate in scenario.gates if gateway.store.approved(gate.name)}
+    ahead = _PlanAhead(gateway, {r.action for r in gateway.records if r.status in TOOK_PLACE})
     problems: list[str] = []
     for index, name in enumerate(plan, start=1):
         spec = scenario.action_map.get(name)
@@ -233,6 +235,9 @@ def plan_problems(scenario: Scenario, gateway: Gateway, plan: Sequence[str]) -> 
             break
         if name in forbidden:
             problems.append(f"step {index}: '{name}' is forbidden")
+        if unmet := ahead.unmet(spec):
+            problems.append(f"step {index}: '{name}' needs {', '.join(unmet)} before it")
+        ahead.took_place(spec)  # each problem is named once, at its step: the steps after it read the plan as meant
         if spec.gate is None or spec.gate in open_gates:
             continue
         if spec.kind == "wait":
@@ -241,6 +246,40 @@ def plan_problems(scenario: Scenario, gateway: Gateway, plan: Sequence[str]) -> 
         else:
             problems.append(f"step {index}: '{name}' needs a wait for '{spec.gate}' before it")
     return problems
+
+
+@dataclass
+class _PlanAhead:
+    """What a plan's steps leave for the steps after them: the actions that took place and the artifacts written."""
+
+    gateway: Gateway
+    taken: set[str]  # actions that took place: in the run so far, then the plan's steps before
+    written: set[str] = field(default_factory=set)  # artifacts a step of the plan writes (their values unknown yet)
+    dropped: set[str] = field(default_factory=set)  # artifacts a step of the plan invalidates
+
+    def unmet(self, spec: ActionSpec) -> list[str]:
+        """The step's preconditions that cannot hold when it runs, in the gateway's words. A path a step before it
+        writes holds a value the plan does not show: not judged here (the gateway judges it when the step runs)."""
+        found: list[str] = []
+        for needed in spec.requires:
+            if needed.action is not None:
+                if needed.action not in self.taken:
+                    found.append(f"a call of {needed.action} that took place")
+                continue
+            root = (needed.path or "").split(".", 1)[0]
+            if root in self.written:
+                continue
+            found.extend([needed.path or ""] if root in self.dropped else self.gateway.unmet([needed]))
+        return found
+
+    def took_place(self, spec: ActionSpec) -> None:
+        self.taken.add(spec.name)
+        if spec.writes is not None and spec.is_side_effect:
+            self.written.add(spec.writes)
+            self.dropped.discard(spec.writes)
+        for key in spec.invalidates:
+            self.dropped.add(key)
+            self.written.discard(key)
 
 
 def verdict_at_review(scenario: Scenario, gateway: Gateway, gate: str, plan: Sequence[str]) -> StopVerdict:

@@ -79,6 +79,7 @@ def test_what_follows_the_finish_never_runs_and_is_not_read():
 def test_after_the_gates_approval_a_plan_is_read_against_the_storys_second_half():
     """A plan written after the cutover approval (a revision at the gate): no wait needed, the migration expected."""
     gateway = fresh(MIGRATION)
+    gateway.store.artifacts.update({"mapping": MAPPING, "backup": {}, "dry_run_report": {}})  # the work before it
     gateway.decide(HumanDecision(gate="cutover_approval", decision="approve", who="test"), "correct")
     assert plan_problems(MIGRATION, gateway, ["run_migration", "verify_counts", "finish"]) == []
 
