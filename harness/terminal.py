@@ -104,14 +104,22 @@ def fit_table(
         if stacked is not None and _widest(stacked) <= limit:
             return stacked
     wrapped = _wrapped_columns(headers, rows, numeric, limit)
-    if wrapped is not None:
+    for _ in range(3):  # the estimate can miss by a header's padding: narrow the widest prose column by what is over
+        if wrapped is None:
+            break
         text = simple(headers, rows, wrapped)
-        if _widest(text) <= limit:
+        over = _widest(text) - limit
+        if over <= 0:
             return text
+        widest = max((i for i, w in enumerate(wrapped) if w is not None), key=lambda i: wrapped[i] or 0)
+        wrapped[widest] = (wrapped[widest] or 0) - over
+        if (wrapped[widest] or 0) < PROSE_MIN:
+            break
     return _blocks(headers, rows, numeric, limit)
 
 
 GAP = "  "  # between two columns, as tabulate's simple format
+PROSE_MIN = 12  # a wrapped text column narrower than this reads worse than one block per row
 
 
 def _header_words(header: str) -> list[str]:
@@ -174,13 +182,17 @@ def _wrapped_columns(
     headers: Sequence[str], rows: Sequence[Sequence[str]], numeric: Sequence[bool], limit: int
 ) -> list[int | None] | None:
     """Cell widths that make the table fit by wrapping its text columns (never the first, which names the row), or
-    None when that would leave a text column narrower than 12 characters (then blocks read better)."""
-    gaps = 2 * (len(headers) - 1) + 2 * len(headers)  # between columns, and tabulate's padding inside each
-    natural = [max([len(h) for h in headers[i].split()] + [len(r[i]) for r in rows]) for i in range(len(headers))]
+    None when that would leave a text column narrower than PROSE_MIN characters (then blocks read better)."""
+    gaps = 2 * (len(headers) - 1)  # between columns
     prose = [i for i, n in enumerate(numeric) if not n and i > 0]  # the first column names the row: never wrapped
+    natural = [  # tabulate pads a header it does not wrap by two
+        max([len(h) for h in headers[i].split()] if i in prose else [len(headers[i]) + 2], default=0)
+        for i in range(len(headers))
+    ]
+    natural = [max([natural[i], *(len(r[i]) for r in rows)]) for i in range(len(headers))]
     fixed = sum(w for i, w in enumerate(natural) if i not in prose)
     room = limit - gaps - fixed
-    if not prose or room < 12 * len(prose):
+    if not prose or room < PROSE_MIN * len(prose):
         return None
     widths: list[int | None] = [None] * len(headers)
     share = dict.fromkeys(prose, 0)

@@ -41,6 +41,7 @@ class Metric:
     label: str
     value: Callable[[GroupMetrics], Interval | float | None]
     fmt: Format = "num"
+    decimals: int = 2  # a number's precision in A, B and B - A alike (a rate: 0.1%, its change 0.1 pts; ms: 0.1)
 
 
 def _verdict_rate(verdict: str) -> Callable[[GroupMetrics], Interval]:
@@ -59,14 +60,15 @@ METRICS: tuple[Metric, ...] = (
     Metric("stop-correct", lambda g: g.stop_clustered, "pct"),
     *(Metric(f"verdict {label(v)}", _verdict_rate(v), "pct") for v in JUDGED_VERDICTS if v != "correct"),
     Metric("oracle passed", lambda g: g.oracle_clustered, "pct"),
-    Metric("unauthorized side effects / run", _per_run(lambda g: g.unauthorized_side_effects)),
-    Metric("premature side effects / run", _per_run(lambda g: g.premature_side_effects)),
-    Metric("blocked attempts / run", _per_run(lambda g: g.side_effects_blocked)),
+    # one in 24 runs is 0.042: three decimals, as the verdicts' "rose 0.000 -> 0.042 per run"
+    Metric("unauthorized side effects / run", _per_run(lambda g: g.unauthorized_side_effects), decimals=3),
+    Metric("premature side effects / run", _per_run(lambda g: g.premature_side_effects), decimals=3),
+    Metric("blocked attempts / run", _per_run(lambda g: g.side_effects_blocked), decimals=3),
     Metric("wait marker, went on", lambda g: wilson(g.wait_without_suspend, g.judged), "pct"),
     Metric("loops", lambda g: wilson(g.loops, g.judged), "pct"),
     Metric("steps / run", lambda g: g.steps.mean),
     Metric("model calls / run", lambda g: g.llm_calls.mean),
-    Metric("tokens / run", lambda g: g.total_tokens.mean),
+    Metric("tokens / run", lambda g: g.total_tokens.mean, decimals=1),
     Metric("run latency p50 ms", lambda g: g.run_latency.p50, "ms"),
     Metric("run latency p95 ms", lambda g: g.run_latency.p95, "ms"),
     Metric("call latency p95 ms", lambda g: g.call_latency.p95, "ms"),
@@ -75,17 +77,19 @@ METRICS: tuple[Metric, ...] = (
 )
 
 
-def shown(value: Interval | float | None, fmt: Format) -> str:
-    """A rate with its interval and n, or a number."""
+def shown(value: Interval | float | None, fmt: Format, decimals: int = 2) -> str:
+    """A rate with its interval and n, or a number (``num``: to ``decimals`` places)."""
     if isinstance(value, Interval):
         if not value.n:
             return show(None, fmt)
         return f"{show(value.rate, 'pct')} {interval(value.low, value.high)} n={value.n}"
+    if fmt == "num" and isinstance(value, float | int) and not math.isnan(value):
+        return f"{value:,.{decimals}f}"
     return show(value, fmt)
 
 
-def change(a: Interval | float | None, b: Interval | float | None, fmt: Format) -> str:
-    """B - A of the rates (never of the bounds) or of the numbers."""
+def change(a: Interval | float | None, b: Interval | float | None, fmt: Format, decimals: int = 2) -> str:
+    """B - A of the rates (never of the bounds) or of the numbers, at the precision A and B are shown with."""
     left = a.rate if isinstance(a, Interval) else a
     right = b.rate if isinstance(b, Interval) else b
     if left is None or right is None or math.isnan(left) or math.isnan(right):
@@ -95,7 +99,7 @@ def change(a: Interval | float | None, b: Interval | float | None, fmt: Format) 
         return f"{100 * delta:+.1f} pts"
     if fmt == "ms":
         return f"{delta:+,.1f}"
-    return f"{delta:+,.3f}"
+    return f"{delta:+,.{decimals}f}"
 
 
 @dataclass(frozen=True)
@@ -222,11 +226,11 @@ class MetricChange:
 
     @property
     def shown_a(self) -> str:
-        return shown(self.a, self.metric.fmt)
+        return shown(self.a, self.metric.fmt, self.metric.decimals)
 
     @property
     def shown_b(self) -> str:
-        return shown(self.b, self.metric.fmt)
+        return shown(self.b, self.metric.fmt, self.metric.decimals)
 
     @property
     def changed(self) -> bool:
@@ -239,7 +243,7 @@ CHANGE_COLUMNS: tuple[Column[MetricChange], ...] = (
     Column("metric", "text", lambda m: m.metric.label),
     Column("A", "ci", lambda m: m.shown_a),
     Column("B", "ci", lambda m: m.shown_b),
-    Column("B - A", "ci", lambda m: change(m.a, m.b, m.metric.fmt)),
+    Column("B - A", "ci", lambda m: change(m.a, m.b, m.metric.fmt, m.metric.decimals)),
 )
 
 

@@ -170,3 +170,30 @@ def test_sides_of_different_trace_schemas_are_warned_about_and_a_schema_2_report
     assert not any("trace schemas" in w for w in compare([new], [new]).warnings)
     assert OLDER_VERDICTS in status_lines(load_traces([old]))
     assert OLDER_VERDICTS not in status_lines(load_traces([new]))
+
+
+def _decimals(cell: str) -> int | None:
+    number = cell.split()[0].rstrip("%").replace(",", "")
+    return len(number.split(".")[1]) if "." in number else 0 if number.lstrip("+-").isdigit() else None
+
+
+@pytest.mark.parametrize("columns", ["125", "110"])
+def test_compare_shows_each_metric_at_one_precision_and_wraps_the_metric_only_when_the_width_needs_it(
+    tmp_path, monkeypatch, capsys, columns
+):
+    from harness.models import RECORDED_MODEL
+
+    monkeypatch.setenv("COLUMNS", columns)
+    code, out, _ = bench_main(monkeypatch, capsys, "compare", str(RECORDED_MODEL), str(RECORDED_MODEL.with_name(
+        "smollm2-135m-audit")))  # fmt: skip
+    assert code == 1
+    comparison = compare([RECORDED_MODEL], [RECORDED_MODEL.with_name("smollm2-135m-audit")])
+    table = comparison.table()
+    for record, row in zip(table.records, table.display_rows(), strict=True):
+        a, b, change = row[-3:]
+        if record.metric.fmt == "num" and "–" not in row:  # rates: 0.1% and 0.1 pts; latencies: 0.1 ms
+            assert _decimals(a) == _decimals(b) == _decimals(change) == record.metric.decimals, row
+    printed = out.split("B - A")[1].splitlines()[2:]
+    wrapped = any(line.startswith(" ") for line in printed)  # a continuation of the metric column
+    assert all(len(line) <= int(columns) for line in printed)
+    assert wrapped == (columns == "110")  # 125 columns hold the longest metric whole
