@@ -86,7 +86,7 @@ def test_a_node_removed_mid_matrix_leaves_every_cell_exactly_once(cluster, tmp_p
     spare_id, started = spare.node_id, tmp_path / "a task started on the spare node"
     real = ray_executor.run_ray_batch
 
-    def held_on_spare(boxed: Any, keys: Any, expected: Any, concurrency: int) -> Any:
+    def held_on_spare(order: Any, keys: Any) -> Any:
         """Runs on the workers (pickled by value): a task on the spare node waits there until the node is gone; the
         other nodes' tasks wait until it has one (else they could end the matrix before the spare node starts)."""
         if ray.get_runtime_context().get_node_id() == spare_id:
@@ -95,7 +95,7 @@ def test_a_node_removed_mid_matrix_leaves_every_cell_exactly_once(cluster, tmp_p
         deadline = time.monotonic() + 60
         while not started.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
-        return real(boxed, keys, expected, concurrency)
+        return real(order, keys)
 
     lost: list[str] = []
     answer = ray_executor._answer
@@ -221,12 +221,13 @@ def test_a_model_server_dies_with_its_actor_and_every_server_stops_with_the_matr
 
 
 @pytest.mark.local_model
-def test_a_model_server_that_does_not_come_up_stops_the_matrix_in_one_line(cluster):
-    from harness.matrix.executors.ray_model_servers import node_model_servers
+def test_a_model_server_that_does_not_come_up_stops_the_matrix_in_one_line(cluster, monkeypatch):
+    from harness.matrix.executors import ray_model_servers
     from harness.models.config import LiveOptions
 
+    monkeypatch.setattr(ray_model_servers, "STARTUP_TIMEOUT_S", 0.001)
     with (
         pytest.raises(UserInputError, match=r"^--executor ray: the model server on node \w+: .*did not answer within"),
-        node_model_servers(ray, LiveOptions(), 1, startup_timeout_s=0.001),
+        ray_model_servers.node_model_servers(ray, LiveOptions(), 1),
     ):
         pass

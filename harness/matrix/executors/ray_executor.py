@@ -104,19 +104,25 @@ class BatchDone:
 _SETUPS: dict[str, WorkerSetup] = {}  # a worker process's setups by object id: unpickled once, not once a task
 
 
-def run_ray_batch(
-    boxed: list[Any], keys: Sequence[UnitKey], expected: Fingerprint, concurrency: int, url: str | None = None
-) -> BatchDone | Refused:
-    """A Ray task: checks it runs the driver's bench and scenarios, then runs its batch to the end with
-    ``concurrency`` runs (a live model: requests) in flight; ``url``, when given, is the chat URL of the model server
-    on this task's node (``--model local``: ``ray_model_servers``).
+@dataclass(frozen=True)
+class TaskOrder:
+    """What a Ray task is handed besides its batch: the setup's object reference (inside this object, so Ray hands
+    over the reference and the worker process fetches and unpickles the setup once for all its tasks), the driver's
+    fingerprint, the task's runs (a live model: requests) in flight, and with ``--model local`` the chat URL of the
+    model server on the task's node (``ray_model_servers``)."""
 
-    ``boxed`` holds the setup's object reference inside a list, so Ray hands over the reference and this process
-    fetches (and unpickles) the setup once for all its tasks.
-    """
+    setup: Any  # a Ray ObjectRef of the WorkerSetup
+    expected: Fingerprint
+    concurrency: int
+    url: str | None = None
+
+
+def run_ray_batch(order: TaskOrder, keys: Sequence[UnitKey]) -> BatchDone | Refused:
+    """A Ray task: checks it runs the driver's bench and scenarios, then runs its batch to the end as ``order``
+    says."""
     import ray
 
-    (reference,) = boxed
+    reference, expected, concurrency, url = order.setup, order.expected, order.concurrency, order.url
     setup = _SETUPS.get(reference.hex())
     if setup is None:
         setup = _SETUPS[reference.hex()] = ray.get(reference)
@@ -167,6 +173,18 @@ class _Batch:
     node: str | None = None  # the node it was pinned to (a model server's), while it is in flight
 
 
+@dataclass(frozen=True)
+class _Tasks:
+    """The driver's side of one model's matrix on Ray: the ray module, the job, the setup its tasks share, the
+    nodes' model servers (``--model local``) and the writer every unit goes to once."""
+
+    ray: Any
+    job: MatrixRun
+    setup: WorkerSetup
+    servers: NodeServers | None
+    on_unit: Callable[[UnitDone], None]
+
+
 @EXECUTORS.register("ray")
 class RayTasks:
     """The cells as batches of Ray tasks; this process writes every line (a live model's recording too) and checks
@@ -205,22 +223,20 @@ def run_in_ray(job: MatrixRun, setup: WorkerSetup, servers: NodeServers | None) 
     """
     with driver_writes(job, recording=setup.endpoint is not None) as on_unit:
         job.stop.polled()  # a signal only sets the request: the loop sees it between results and cancels the tasks
-        ray = _ray()
         # a worker's working directory is Ray's, not ours
-        return _run_tasks(ray, job, replace(setup, folder=Path(setup.folder).resolve()), servers, on_unit)
+        resolved = replace(setup, folder=Path(setup.folder).resolve())
+        return _run_tasks(_Tasks(_ray(), job, resolved, servers, on_unit))
 
 
-def _run_tasks(
-    ray: Any, job: MatrixRun, setup: WorkerSetup, servers: NodeServers | None, on_unit: Callable[[UnitDone], None]
-) -> RayStats:
+def _run_tasks(tasks: _Tasks) -> RayStats:
     """The driver's loop: batches sent to free slots, answers written once, lost batches sent again."""
+    ray, job, setup, servers, on_unit = tasks.ray, tasks.job, tasks.setup, tasks.servers, tasks.on_unit
     stop = job.stop
     stats = RayStats()
     ledger = UnitLedger()
     with _connected(ray, job.ray_address):
         remote = ray.remote(max_retries=0, num_cpus=1)(run_ray_batch)
-        boxed = [ray.put(setup)]
-        expected = fingerprint(setup)
+        every = TaskOrder(ray.put(setup), fingerprint(setup), setup.concurrency)
         cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
         live = setup.endpoint is not None
         limit = max(1, min(cpus, setup.concurrency)) if live else TASKS_PER_CPU * cpus
@@ -235,7 +251,8 @@ def _run_tasks(
                     share = worker_share(setup.concurrency, limit, slot) if live else setup.concurrency
                     batch.attempts += 1
                     ledger.sent(batch.number)
-                    in_flight[_send(remote, servers, batch, boxed, expected, share)] = (batch, slot)
+                    order = _placed(servers, batch, replace(every, concurrency=share))
+                    in_flight[_send(remote, batch, order)] = (batch, slot)
                 if not in_flight:
                     break
                 for reference in _finished(ray, list(in_flight)):
@@ -273,18 +290,24 @@ def _run_tasks(
     return stats
 
 
-def _send(
-    remote: Any, servers: NodeServers | None, batch: _Batch, boxed: list[Any], expected: Fingerprint, share: int
-) -> Any:
-    """Starts ``batch``'s task: anywhere, or pinned to a node with a model server and given that server's URL."""
+def _placed(servers: NodeServers | None, batch: _Batch, order: TaskOrder) -> TaskOrder:
+    """``order`` for ``batch``: as it is, or (``--model local``) with the URL of the model server on the node with the
+    fewest tasks, where the batch is pinned."""
     if servers is None:
-        return remote.remote(boxed, batch.keys, expected, share)
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
+        return order
     batch.node = node = servers.pick()
     servers.busy[node] += 1
-    pinned = remote.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False))
-    return pinned.remote(boxed, batch.keys, expected, share, servers.chat_url(node))
+    return replace(order, url=servers.chat_url(node))
+
+
+def _send(remote: Any, batch: _Batch, order: TaskOrder) -> Any:
+    """Starts ``batch``'s task: anywhere, or pinned to the node ``_placed`` chose."""
+    if batch.node is None:
+        return remote.remote(order, batch.keys)
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    pinned = remote.options(scheduling_strategy=NodeAffinitySchedulingStrategy(batch.node, soft=False))
+    return pinned.remote(order, batch.keys)
 
 
 def _finished(ray: Any, references: list[Any]) -> list[Any]:

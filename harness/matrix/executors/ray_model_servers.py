@@ -104,10 +104,9 @@ def _actor_alive(ray: Any, actor: Any) -> bool:
 
 
 @contextlib.contextmanager
-def node_model_servers(
-    ray: Any, options: LiveOptions, concurrency: int, *, startup_timeout_s: float = STARTUP_TIMEOUT_S
-) -> Iterator[NodeServers]:
-    """A model server on every alive node with CPUs, stopped (and its actor killed) when the block ends."""
+def node_model_servers(ray: Any, options: LiveOptions, concurrency: int) -> Iterator[NodeServers]:
+    """A model server on every alive node with CPUs, each given ``STARTUP_TIMEOUT_S`` to start, stopped (and its
+    actor killed) when the block ends."""
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     from harness.models.setup import local_endpoint
@@ -116,7 +115,7 @@ def node_model_servers(
     remote = ray.remote(num_cpus=0, max_restarts=0, max_task_retries=0)(ModelServer)
     actors = {
         node: remote.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)).remote(
-            options, startup_timeout_s
+            options, STARTUP_TIMEOUT_S
         )
         for node in nodes
     }

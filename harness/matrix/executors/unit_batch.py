@@ -89,13 +89,13 @@ class UnitDone:
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         outcome = self.outcome.__pydantic_serializer__.to_json(self.outcome)
-        return _unit_done, (self.key, self.run_id, self.lines, outcome, bool(self.events), self.recording)
+        return _unit_done, ((self.key, self.run_id, self.lines, outcome, bool(self.events), self.recording),)
 
 
-def _unit_done(
-    key: UnitKey, run_id: str, lines: bytes, outcome: bytes, with_events: bool, recording: bytes
-) -> UnitDone:
-    """A ``UnitDone`` unpickled: the outcome validated from its JSON, the events read from the lines."""
+def _unit_done(wire: tuple[UnitKey, str, bytes, bytes, bool, bytes]) -> UnitDone:
+    """A ``UnitDone`` unpickled from its key, run id, lines, outcome JSON, events flag and recording: the outcome
+    validated from its JSON, the events read from the lines."""
+    key, run_id, lines, outcome, with_events, recording = wire
     events = tuple(TraceEvent.model_validate_json(line) for line in lines.splitlines()) if with_events else ()
     return UnitDone(key, run_id, lines, RunOutcome.model_validate_json(outcome), events, recording)
 
@@ -103,22 +103,28 @@ def _unit_done(
 RunBatch = Callable[[Sequence[UnitKey]], Awaitable[None]]
 
 
+def _quiet(line: str) -> None:
+    """A worker's notes when nobody listens for them."""
+
+
+@dataclass(frozen=True)
+class UnitHooks:
+    """Who hears from a worker's session: ``send`` gets each finished unit whole, ``notify`` the client's notes (a
+    step down), ``closing`` the model source before it closes (what the endpoint taught it)."""
+
+    send: Callable[[UnitDone], Any]
+    notify: Callable[[str], None] = _quiet
+    closing: Callable[[OpenSource], None] | None = None
+
+
 @asynccontextmanager
-async def unit_session(
-    setup: WorkerSetup,
-    stop: StopRequest,
-    send: Callable[[UnitDone], Any],
-    *,
-    notify: Callable[[str], None] = lambda line: None,
-    closing: Callable[[OpenSource], None] | None = None,
-) -> AsyncIterator[RunBatch]:
-    """Opens the model source once and yields ``run(keys)``: runs those units, handing each to ``send`` whole.
+async def unit_session(setup: WorkerSetup, stop: StopRequest, hooks: UnitHooks) -> AsyncIterator[RunBatch]:
+    """Opens the model source once and yields ``run(keys)``: runs those units, handing each to ``hooks.send`` whole.
 
     A live model asks ``setup.endpoint`` with this worker's own client; its exchanges travel with their unit.
-    ``notify`` hears the client's notes (a step down); ``closing`` sees the source before it closes (what the
-    endpoint taught it). Closing the session closes the checkpoint store and the model's client, also when a stop
-    ended it.
+    Closing the session closes the checkpoint store and the model's client, also when a stop ended it.
     """
+    send, notify, closing = hooks.send, hooks.notify, hooks.closing
     load_agents(setup)
     scenarios = {s.id: s for s in setup.scenarios}
     recordings = UnitRecordings()
@@ -176,7 +182,7 @@ def run_batch_blocking(
     done: list[UnitDone] = []
 
     async def main() -> None:
-        async with unit_session(setup, StopRequest(), done.append, closing=closing) as run:
+        async with unit_session(setup, StopRequest(), UnitHooks(done.append, closing=closing)) as run:
             await run(keys)
 
     asyncio.run(main())

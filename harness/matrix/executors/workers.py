@@ -46,7 +46,14 @@ from harness.matrix.cell.units import Cell
 from harness.matrix.executors import frames
 from harness.matrix.executors.base import EXECUTORS, MatrixRun
 from harness.matrix.executors.driver_side import driver_writes, shared_endpoint_of, worker_setup
-from harness.matrix.executors.unit_batch import UnitDone, UnitKey, WorkerExited, WorkerSetup, unit_session
+from harness.matrix.executors.unit_batch import (
+    UnitDone,
+    UnitHooks,
+    UnitKey,
+    WorkerExited,
+    WorkerSetup,
+    unit_session,
+)
 from harness.matrix.executors.unit_ledger import MAX_ATTEMPTS, UnitLedger, lost_unit
 from harness.records.manifest import ManifestLedger
 
@@ -85,17 +92,15 @@ def worker_share(concurrency: int, workers: int, index: int) -> int:
     return max(1, concurrency // workers + (1 if index < concurrency % workers else 0))
 
 
-def batch_size(concurrency: int, workers: int, runs: int | None, *, offline: bool = False) -> int:
+def batch_size(job: MatrixRun, offline: bool) -> int:
     """Units a batch: ``BATCH_PER_SLOT`` for each run a worker keeps in flight (a live model: ``OFFLINE_BATCH`` at
     least for a scripted or replayed one, whose runs are CPU-bound: each batch costs a queue round trip), fewer when
-    the matrix is too small to give every worker a batch that big (a live matrix of a few dozen runs still spreads
-    over every worker) or, offline, ``TAIL_BATCHES`` batches."""
-    size = BATCH_PER_SLOT * max(1, concurrency // workers)
+    the matrix (``job.runs`` cells a model) is too small to give every worker a batch that big (a live matrix of a
+    few dozen runs still spreads over every worker) or, offline, ``TAIL_BATCHES`` batches."""
+    size = BATCH_PER_SLOT * max(1, job.concurrency // job.workers)
     if offline:
         size = max(size, OFFLINE_BATCH)
-    if runs is not None:
-        size = min(size, max(1, -(-runs // (workers * (TAIL_BATCHES if offline else 1)))))
-    return size
+    return min(size, max(1, -(-job.runs // (job.workers * (TAIL_BATCHES if offline else 1)))))
 
 
 def batches(cells: Iterable[Cell], size: int) -> Iterator[list[UnitKey]]:
@@ -139,6 +144,57 @@ class _Worker:
                 connection.close()
 
 
+@dataclass
+class _Pool:
+    """The driver's side of the pool: how a worker starts, the units' ledger and writer, and each batch's sends."""
+
+    context: Any  # multiprocessing's spawn context
+    setup: WorkerSetup
+    on_unit: Callable[[UnitDone], None]
+    ledger: UnitLedger = field(default_factory=UnitLedger)
+    sends: dict[int, int] = field(default_factory=dict)  # batch number -> times sent, while it has units out
+
+    def start(self, index: int, share: int) -> _Worker:
+        """Starts worker ``index`` with its share of the runs in flight; its setup is sent from a thread."""
+        command_reader, command_writer = self.context.Pipe(duplex=False)
+        result_reader, result_writer = self.context.Pipe(duplex=False)
+        process = self.context.Process(
+            target=worker_main, args=(command_reader, result_writer, index), name=f"bench-worker-{index}", daemon=True
+        )
+        # The worker starts with a terminal's Ctrl-C blocked: one sent to the whole group while it still imports
+        # would end it with a traceback; it ignores both signals for good once it runs (worker_main), the driver
+        # decides.
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        try:
+            process.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        command_reader.close()  # the worker's ends: its death is then this side's end of file, or a refused send
+        result_writer.close()
+        setup = replace(self.setup, concurrency=share)
+        sender = threading.Thread(
+            target=_send_quietly, args=(command_writer.fileno(), setup), name=f"bench-setup-{index}", daemon=True
+        )
+        sender.start()
+        results = frames.FrameReader(result_reader.fileno())
+        return _Worker(index, process, command_writer, results, [command_writer, result_reader], sender)
+
+    def written(self, worker: _Worker, unit: UnitDone) -> None:
+        """A unit back from ``worker``: written once (the ledger), and struck off its batch; a batch all back is
+        done."""
+        number = next((n for n, keys in worker.batches.items() if unit.key in keys), None)
+        if number is None:
+            return  # not one this worker was sent (cannot happen): nothing to strike off, nothing to write twice
+        if self.ledger.first(number, unit.run_id):
+            self.on_unit(unit)
+        keys = worker.batches[number]
+        keys.discard(unit.key)
+        if not keys:
+            del worker.batches[number]
+            self.ledger.settled(number)
+            self.sends.pop(number, None)
+
+
 @EXECUTORS.register("workers")
 class WorkerProcesses:
     """The cells in ``job.workers`` local processes; this process writes every line (a live model's recording too),
@@ -172,16 +228,13 @@ def _run_processes(job: MatrixRun, setup: WorkerSetup, on_unit: Callable[[UnitDo
         job.notify(f"note: {line}")
 
     stop.polled()
-    context = multiprocessing.get_context("spawn")
     offline = setup.endpoint is None and not setup.model.live
     ahead = 2 if offline else 1  # batches a worker holds: one running, one waiting (a live matrix: just one)
-    numbered = enumerate(
-        batches(job.streak.cells(job.cells), batch_size(concurrency, workers, job.runs, offline=offline))
-    )
+    numbered = enumerate(batches(job.streak.cells(job.cells), batch_size(job, offline)))
     again: deque[tuple[int, list[UnitKey]]] = deque()
-    sends: dict[int, int] = {}  # batch number -> times sent, while it has units out
-    ledger = UnitLedger()
-    pool = [_start(context, setup, i, worker_share(concurrency, workers, i)) for i in range(workers)]
+    driver = _Pool(multiprocessing.get_context("spawn"), setup, on_unit)
+    ledger, sends = driver.ledger, driver.sends
+    pool = [driver.start(i, worker_share(concurrency, workers, i)) for i in range(workers)]
     reports: list[WorkerExited] = []
     failure: WorkerFailed | None = None
     deaths, ended, stopping_since = 0, False, None
@@ -224,7 +277,7 @@ def _run_processes(job: MatrixRun, setup: WorkerSetup, on_unit: Callable[[UnitDo
                 for message in worker.results.read(drain=exited):
                     if isinstance(message, list):
                         for unit in message:
-                            _written(worker, unit, ledger, on_unit, sends)
+                            driver.written(worker, unit)
                     elif isinstance(message, WorkerExited):
                         worker.exited = message
                         reports.append(message)
@@ -263,7 +316,7 @@ def _run_processes(job: MatrixRun, setup: WorkerSetup, on_unit: Callable[[UnitDo
                         f"worker processes died {deaths} times; the matrix stopped (bench run --resume continues it)",
                     )
                 elif again or not ended:
-                    pool.append(_start(context, setup, len(pool), worker_share(concurrency, workers, worker.index)))
+                    pool.append(driver.start(len(pool), worker_share(concurrency, workers, worker.index)))
     finally:
         for worker in pool:
             if not worker.gone:
@@ -272,48 +325,6 @@ def _run_processes(job: MatrixRun, setup: WorkerSetup, on_unit: Callable[[UnitDo
     if failure is not None:
         raise _raised(failure)
     return reports
-
-
-def _written(
-    worker: _Worker, unit: UnitDone, ledger: UnitLedger, on_unit: Callable[[UnitDone], None], sends: dict[int, int]
-) -> None:
-    """A unit back from ``worker``: written once (the ledger), and struck off its batch; a batch all back is done."""
-    number = next((n for n, keys in worker.batches.items() if unit.key in keys), None)
-    if number is None:
-        return  # not one this worker was sent (cannot happen): nothing to strike off, nothing to write twice
-    if ledger.first(number, unit.run_id):
-        on_unit(unit)
-    keys = worker.batches[number]
-    keys.discard(unit.key)
-    if not keys:
-        del worker.batches[number]
-        ledger.settled(number)
-        sends.pop(number, None)
-
-
-def _start(context: Any, setup: WorkerSetup, index: int, share: int) -> _Worker:
-    """Starts worker ``index`` with its share of the runs in flight; its setup is sent from a thread."""
-    command_reader, command_writer = context.Pipe(duplex=False)
-    result_reader, result_writer = context.Pipe(duplex=False)
-    process = context.Process(
-        target=worker_main, args=(command_reader, result_writer, index), name=f"bench-worker-{index}", daemon=True
-    )
-    # The worker starts with a terminal's Ctrl-C blocked: one sent to the whole group while it still imports would
-    # end it with a traceback; it ignores both signals for good once it runs (worker_main), the driver decides.
-    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-    try:
-        process.start()
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-    command_reader.close()  # the worker's ends: its death is then this side's end of file, or a refused send
-    result_writer.close()
-    worker_setup = replace(setup, concurrency=share)
-    sender = threading.Thread(
-        target=_send_quietly, args=(command_writer.fileno(), worker_setup), name=f"bench-setup-{index}", daemon=True
-    )
-    sender.start()
-    results = frames.FrameReader(result_reader.fileno())
-    return _Worker(index, process, command_writer, results, [command_writer, result_reader], sender)
 
 
 def _send_quietly(fd: int, message: object) -> None:
@@ -365,7 +376,7 @@ def worker_main(commands: Any, results: Any, index: int) -> None:
 
     learnt: dict[str, Any] = {}
     try:
-        asyncio.run(_work(setup, inbox, send, learnt))
+        asyncio.run(_work(setup, _WorkerEnds(inbox, send, learnt)))
     except WriteFailed as exc:
         send(WorkerFailed("WriteFailed", exc.reason, str(exc.path)))
     except BaseException as exc:  # anything else ends this worker; the driver stops the matrix with its line
@@ -400,22 +411,32 @@ class Outbox:
             self._put(units)
 
 
-async def _work(setup: WorkerSetup, inbox: int, send: Callable[[object], None], learnt: dict[str, Any]) -> None:
+@dataclass(frozen=True)
+class _WorkerEnds:
+    """A worker's side of its pipes: the driver's commands come in on ``inbox``, ``send`` answers, and ``learnt``
+    keeps what a live endpoint taught its client, sent last."""
+
+    inbox: int
+    send: Callable[[object], None]
+    learnt: dict[str, Any]
+
+
+async def _work(setup: WorkerSetup, ends: _WorkerEnds) -> None:
+    send = ends.send
     stop = StopRequest()
     task = asyncio.current_task()
     assert task is not None
     stop.attach(task)
     waiting: queue.Queue[list[UnitKey] | None] = queue.Queue()
-    threading.Thread(target=_listen, args=(inbox, waiting, stop), daemon=True).start()
+    threading.Thread(target=_listen, args=(ends.inbox, waiting, stop), daemon=True).start()
     outbox = Outbox(send)
 
     def closing(opened: OpenSource) -> None:
-        learnt.update(facts=opened.facts(), last_error=opened.last_error())
+        ends.learnt.update(facts=opened.facts(), last_error=opened.last_error())
 
+    hooks = UnitHooks(outbox.add, notify=lambda line: send(WorkerNote(line)), closing=closing)
     try:
-        async with unit_session(
-            setup, stop, outbox.add, notify=lambda line: send(WorkerNote(line)), closing=closing
-        ) as run:
+        async with unit_session(setup, stop, hooks) as run:
             try:
                 while not stop.requested:
                     batch = await asyncio.to_thread(waiting.get)

@@ -9,6 +9,8 @@ import pickle
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 from harness import RunSpec, run
 from harness.matrix.cell.units import Cell, unit_id
@@ -115,17 +117,22 @@ def test_the_workers_learnt_facts_name_each_step_down_once():
     assert merged["adaptations"][0]["trial"] == 1 and merged["wire_settings"] == "both"
 
 
+def _sized(concurrency: int, workers: int, runs: int) -> Any:
+    """The three numbers of a ``MatrixRun`` that ``batch_size`` reads."""
+    return SimpleNamespace(concurrency=concurrency, workers=workers, runs=runs)
+
+
 def test_a_small_matrix_is_batched_so_that_every_worker_gets_some():
-    assert batch_size(concurrency=4, workers=2, runs=8) == 4
-    assert batch_size(concurrency=4, workers=2, runs=None) == batch_size(concurrency=4, workers=2, runs=10_000) == 16
-    assert batch_size(concurrency=1, workers=4, runs=2) == 1
+    assert batch_size(_sized(4, 2, 8), False) == 4
+    assert batch_size(_sized(4, 2, 10_000), False) == 16
+    assert batch_size(_sized(1, 4, 2), False) == 1
 
 
 def test_an_offline_matrix_goes_in_big_batches_that_still_leave_every_worker_several():
-    assert batch_size(concurrency=1, workers=2, runs=None, offline=True) == 64  # a live one: 8 (one run in flight)
-    assert batch_size(concurrency=1, workers=2, runs=25_000, offline=True) == 64
-    assert batch_size(concurrency=1, workers=2, runs=200, offline=True) == 25  # 4 batches a worker
-    assert batch_size(concurrency=64, workers=2, runs=None, offline=True) == 256  # never below the live size
+    assert batch_size(_sized(1, 2, 10_000_000), True) == 64  # a live one: 8 (one run in flight)
+    assert batch_size(_sized(1, 2, 25_000), True) == 64
+    assert batch_size(_sized(1, 2, 200), True) == 25  # 4 batches a worker
+    assert batch_size(_sized(64, 2, 10_000_000), True) == 256  # never below the live size
 
 
 def test_a_unit_crosses_the_process_boundary_equal_with_its_events_outcome_and_recording(tmp_path):
