@@ -78,7 +78,8 @@ def fit_table(
 
     1. One line per row (tabulate's ``simple``). 2. The same with each header stacked over lines, so a column is as
     wide as its widest value or header word. 3. That, with a column holding one value in every
-    row said once under the table (``in every row: policy enforce, infra 0``). 4. One line per row with prose
+    row said once under the table (``in every row: policy enforce, infra 0``), two spaces between columns, then
+    one. 4. One line per row with prose
     columns and headers wrapped in their cells. 5. One block per row: the row's leading text columns as its title,
     then ``header value`` pairs packed into lines. Every header and value is still there, nothing is cut.
     """
@@ -100,7 +101,11 @@ def fit_table(
     text = simple(headers, rows)
     if limit is None or _widest(text) <= limit:
         return text
-    for stacked in (_stacked(headers, rows, numeric), _stacked_without_constants(headers, rows, numeric)):
+    for stacked in (
+        _stacked(headers, rows, numeric),
+        _stacked_without_constants(headers, rows, numeric),
+        _stacked_without_constants(headers, rows, numeric, gap=" "),
+    ):
         if stacked is not None and _widest(stacked) <= limit:
             return stacked
     wrapped = _wrapped_columns(headers, rows, numeric, limit)
@@ -139,7 +144,7 @@ def _header_lines(words: Sequence[str], width: int) -> list[str]:
     return lines
 
 
-def _stacked(headers: Sequence[str], rows: Sequence[Sequence[str]], numeric: Sequence[bool]) -> str:
+def _stacked(headers: Sequence[str], rows: Sequence[Sequence[str]], numeric: Sequence[bool], gap: str = GAP) -> str:
     """One line per row under headers stacked over lines, bottom-aligned over a rule of dashes: a column is as wide
     as its widest value or header word, and its header's words fill lines that wide."""
     words = [_header_words(h) for h in headers]
@@ -148,28 +153,30 @@ def _stacked(headers: Sequence[str], rows: Sequence[Sequence[str]], numeric: Seq
     height = max(len(stack) for stack in stacks)
 
     def line(cells: Sequence[str]) -> str:
-        return GAP.join(
+        return gap.join(
             c.rjust(w) if n else c.ljust(w) for c, w, n in zip(cells, widths, numeric, strict=True)
         ).rstrip()
 
     lines = [line([([""] * (height - len(s)) + s)[level] for s in stacks]) for level in range(height)]
-    lines.append(GAP.join("-" * w for w in widths))
+    lines.append(gap.join("-" * w for w in widths))  # the rule shows where each column starts, gap or not
     lines += [line(row) for row in rows]
     return "\n".join(lines)
 
 
 def _stacked_without_constants(
-    headers: Sequence[str], rows: Sequence[Sequence[str]], numeric: Sequence[bool]
+    headers: Sequence[str], rows: Sequence[Sequence[str]], numeric: Sequence[bool], gap: str = GAP
 ) -> str | None:
     """The stacked layout without the columns that hold one value in every row, said once in a line under it (None
-    when no column is constant, or the table has one row: then every column is)."""
+    when no column is constant, or the table has one row: then every column is); ``gap`` between columns."""
     if len(rows) < 2:
         return None
     constant = [i for i in range(1, len(headers)) if len({row[i] for row in rows}) == 1]  # the first names the row
     if not constant:
         return None
     kept = [i for i in range(len(headers)) if i not in constant]
-    table = _stacked([headers[i] for i in kept], [[row[i] for i in kept] for row in rows], [numeric[i] for i in kept])
+    table = _stacked(
+        [headers[i] for i in kept], [[row[i] for i in kept] for row in rows], [numeric[i] for i in kept], gap
+    )
     said = ", ".join(f"{headers[i]} {rows[0][i]}" for i in constant)
     return table + "\n" + wrap(f"in every row: {said}", _widest(table))
 
