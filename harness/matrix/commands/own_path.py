@@ -1,6 +1,7 @@
-"""A scenario's own paths against its own oracle: its reference path and its workflow, under an approving and a
-rejecting approver (and with nobody deciding). A correct run is what the story itself says it does, so a scenario
-whose own path breaks one of its own rules is refused (``bench check-scenarios``), in one line naming file and rule.
+"""A scenario's own paths against its own oracle: its reference path and its workflow on every decision path (nobody
+deciding, every stop approved, each stop rejected and revised in turn). A correct run is what the story itself says
+it does, so a scenario whose own path breaks one of its own rules is refused (``bench check-scenarios``), in one
+line naming file and rule.
 
 The workflow is run by the ``workflow`` mode with ``scripted:reference`` (the oracle's steps and arguments) on an
 enforcing gateway, exactly as a matrix would run it; the reference path is walked straight through the gateway.
@@ -34,15 +35,13 @@ OWN_POLICY = "reference"  # a perfect model: the oracle's own steps and argument
 DecisionPath = tuple[Decision, ...] | None
 
 
-def decision_paths(stops: int, *, revise: bool = True) -> list[DecisionPath]:
-    """Nobody deciding, every stop approved, then each of the ``stops`` stops of the approved path rejected and (with
-    ``revise``) revised in turn, the stops before it approved."""
+def decision_paths(stops: int) -> list[DecisionPath]:
+    """Nobody deciding, every stop approved, then each of the ``stops`` stops of the approved path rejected and
+    revised in turn, the stops before it approved (a revised stop is approved when the run comes back to it)."""
     approved: tuple[Decision, ...] = ("approve",)
     paths: list[DecisionPath] = [None, approved]
     for k in range(stops):
-        paths.append(approved * k + ("reject",))
-        if revise:
-            paths.append(approved * k + ("revise",))
+        paths += [approved * k + ("reject",), approved * k + ("revise",)]
     return paths
 
 
@@ -75,12 +74,13 @@ def check_own_paths(scenario: Scenario, path: Path) -> None:
 
 def own_path_breaches(scenario: Scenario) -> list[Breach]:
     """Every way the reference path, then the workflow, breaks the oracle on every decision path: nobody deciding,
-    every stop approved, and each stop of the approved path rejected in turn (the stops before it approved)."""
+    every stop approved, and each stop of the approved path rejected, then revised, in turn (the stops before it
+    approved; a revised stop is approved when the run comes back to it)."""
     found: list[Breach] = []
     stops = len(_stops(scenario))
-    for path in decision_paths(stops, revise=False):
+    for path in decision_paths(stops):
         found += _reference_breaches(scenario, path)
-    for path in decision_paths(stops, revise=False):  # revision paths: see docs/scenarios.md (not yet refused)
+    for path in decision_paths(stops):
         found += asyncio.run(_workflow_breaches(scenario, path))
     return found
 
@@ -111,9 +111,9 @@ def _who(path: DecisionPath, gateway: Gateway | None = None) -> str:
 def _reference_breaches(scenario: Scenario, path: DecisionPath) -> list[Breach]:
     """The reference path walked through an enforcing gateway, deciding along ``path`` at each of its stops."""
     gateway = Gateway(scenario, VirtualStore.for_scenario(scenario), "enforce")
-    steps, where = scenario.oracle.reference_path, "oracle"
+    steps, where, start = scenario.oracle.reference_path, "oracle", 0
     while True:
-        result, breach = _walk(scenario, gateway, steps, where, f"the reference path {_who(path, gateway)}")
+        result, breach = _walk(scenario, gateway, steps, where, f"the reference path {_who(path, gateway)}", start)
         if breach is not None:
             return [breach]
         gate = result.suspended_at
@@ -126,19 +126,33 @@ def _reference_breaches(scenario: Scenario, path: DecisionPath) -> list[Breach]:
             result = ModeResult("rejected_by_human", suspended_at=gate)
             if not scenario.rejection_continues(gate) or not scenario.after_rejection(gate).reference_path:
                 break
-            steps, where = scenario.after_rejection(gate).reference_path, f"oracle.after_rejection.{gate}"
+            steps, where, start = scenario.after_rejection(gate).reference_path, f"oracle.after_rejection.{gate}", 0
             continue
-        if sum(d.decision.gate == gate for d in gateway.decisions) > 1:
+        if decision.decision == "revise":
+            start = _revised_step(scenario, gateway, steps)  # the revised work is done again, then the wait
+            continue
+        if sum(d.decision.gate == gate and d.decision.decision == "approve" for d in gateway.decisions) > 1:
             break  # a loop of phases: each gate is approved at most once
-        steps, where = scenario.after_approval(gate).reference_path, f"oracle.after_approval.{gate}"
+        steps, where, start = scenario.after_approval(gate).reference_path, f"oracle.after_approval.{gate}", 0
     return _judged(scenario, gateway, result, f"the reference path {_who(path, gateway)}")
 
 
+def _revised_step(scenario: Scenario, gateway: Gateway, steps: tuple[ReferenceStep, ...]) -> int:
+    """Where a walk sent back at its wait goes on: the last step before the wait that writes (what the reviewer sent
+    back, as scripted:reference redoes it), an irreversible one already committed left as it is; else the wait."""
+    wait = len(steps) - 1
+    for index in range(wait - 1, -1, -1):
+        spec = scenario.action_map[steps[index].action]
+        if spec.is_side_effect and not gateway.already_committed(spec):
+            return index
+    return wait
+
+
 def _walk(
-    scenario: Scenario, gateway: Gateway, steps: tuple[ReferenceStep, ...], where: str, what: str
+    scenario: Scenario, gateway: Gateway, steps: tuple[ReferenceStep, ...], where: str, what: str, start: int = 0
 ) -> tuple[ModeResult, Breach | None]:
     everything = [action.name for action in scenario.actions]
-    for index, step in enumerate(steps):
+    for index, step in enumerate(steps[start:], start=start):
         spec = scenario.action_map[step.action]
         if spec.kind == "finish":
             break
