@@ -4,7 +4,8 @@ With ``BENCH_KILL_AFTER_WRITES=N`` in the environment (read once per process), e
 crash at any instant (a trace line, a recording line, a checkpoint update, a resume's manifest) calls ``wrote``
 after it is done; the Nth call kills the process, with no chance to clean up, as a power cut or ``kill -9`` would.
 Unset (always, outside tests), ``wrote`` only counts nothing and returns. ``BENCH_KILL_AT=POINT`` does the same at
-a named point of a multi-step change (``reached``), such as each step of ``--replace``'s swap.
+a named point of a multi-step change (``reached``), such as each step of ``--replace``'s swap, or, with
+``BENCH_KILL_SIGNAL=TERM`` (or ``INT``), sends that signal there instead.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import signal
 
 KILL_AFTER_WRITES = "BENCH_KILL_AFTER_WRITES"
 KILL_AT = "BENCH_KILL_AT"
+KILL_SIGNAL = "BENCH_KILL_SIGNAL"
 
 _left: dict[int, int | None] = {}  # process id -> writes left before the kill (None: no fault); a fork reads anew
 
@@ -34,6 +36,8 @@ def wrote() -> None:
 
 
 def reached(point: str) -> None:
-    """A named step of a multi-step change is done; with ``BENCH_KILL_AT`` naming it, this process is killed here."""
+    """A named step of a multi-step change is done; with ``BENCH_KILL_AT`` naming it, this process is killed here
+    (or sent ``BENCH_KILL_SIGNAL``: TERM or INT, to prove what a signal at that instant does)."""
     if os.environ.get(KILL_AT) == point:
-        os.kill(os.getpid(), signal.SIGKILL)
+        name = os.environ.get(KILL_SIGNAL, "KILL").strip().upper()
+        os.kill(os.getpid(), signal.SIGTERM if name == "TERM" else signal.SIGINT if name == "INT" else signal.SIGKILL)

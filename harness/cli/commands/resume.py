@@ -11,6 +11,7 @@ import typer
 
 from harness.cli.common import ScenariosDir, echo, environment, exit_with, stderr_note
 from harness.errors import UserInputError
+from harness.records.write_faults import reached
 
 if TYPE_CHECKING:
     from harness.records.checkpoint import Decision
@@ -71,6 +72,7 @@ def resume_command(
     """
     import getpass
 
+    from harness.core.signals import StopRequest
     from harness.matrix.commands.resume import resume
 
     if approve + reject + revise > 1:
@@ -78,29 +80,33 @@ def resume_command(
     if revise and not note.strip():
         raise UserInputError("--revise needs --note: what to change")
     decision: Decision | None = "approve" if approve else "reject" if reject else "revise" if revise else None
-    result = resume(
-        folder,
-        run,
-        decision,
-        who=who or (_user_name(getpass) if decision is not None else ""),
-        note=note,
-        gate=gate,
-        env=environment(),
-        scenarios_dir=scenarios_dir,
-        notify=stderr_note,
-        started=_command_started,
-        confirm=_ask if sys.stdin.isatty() and sys.stderr.isatty() else None,
-        named=True,
-        stop_id=stop_id,
-    )
-    outcome = result.outcome
-    if outcome is not None:
-        where = f" at {outcome.suspended_at}" if outcome.suspended_at else ""
-        echo(
-            f"run {result.run_id}: {outcome.status}{where}; stop verdict {outcome.stop_verdict}; "
-            f"{outcome.resumes} decision(s) so far; trace in {result.traces}"
+    stop = StopRequest()
+    with stop.installed():  # to the last line: a signal once the decision is applied is said, never a silent 143
+        result = resume(
+            folder,
+            run,
+            decision,
+            who=who or (_user_name(getpass) if decision is not None else ""),
+            note=note,
+            gate=gate,
+            env=environment(),
+            scenarios_dir=scenarios_dir,
+            notify=stderr_note,
+            started=_command_started,
+            confirm=_ask if sys.stdin.isatty() and sys.stderr.isatty() else None,
+            named=True,
+            stop_id=stop_id,
+            stop=stop,
         )
-    exit_with(result.exit_status())
+        reached("resume returned")  # test-only: BENCH_KILL_AT may signal this process here
+        outcome = result.outcome
+        if outcome is not None:
+            where = f" at {outcome.suspended_at}" if outcome.suspended_at else ""
+            echo(
+                f"run {result.run_id}: {outcome.status}{where}; stop verdict {outcome.stop_verdict}; "
+                f"{outcome.resumes} decision(s) so far; trace in {result.traces}"
+            )
+        exit_with(result.exit_status())
 
 
 def _ask(question: str) -> bool:

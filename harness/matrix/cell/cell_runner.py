@@ -35,6 +35,7 @@ from harness.records.checkpoint import (
 )
 from harness.records.folder import RUNTIME_DIR
 from harness.records.trace import ErrorInfo, RunOutcome, TraceEvent
+from harness.records.write_faults import reached
 from harness.scenario.model import Scenario
 from modes import Mode, get_mode
 from modes.runtimes.base import RuntimeMode, quiet_frameworks
@@ -221,6 +222,7 @@ async def execute_run(
     earlier = resuming.replies if resumed_framework and resuming is not None else ()
     if config.checkpoints is not None and resuming is not None:  # where the run now stands replaces the claim
         config.checkpoints.settle(resuming, checkpoint_of(ctx, cell, config, seed, result, wall_ms, runtime, earlier))
+        reached("resume settled")  # test-only: BENCH_KILL_AT may signal this process once the decision is applied
     elif config.checkpoints is not None and result.status == "suspended":
         config.checkpoints.save(checkpoint_of(ctx, cell, config, seed, result, wall_ms, runtime))
     if interrupted is not None:

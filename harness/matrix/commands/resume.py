@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import signal
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -61,13 +62,23 @@ class ResumeResult:
     stop: StopRequest
     run_id: str = ""
     carried_out: HumanDecision | None = None  # a decision claimed before this call (then cut short) that it did
+    claimed: bool = True  # interrupted (outcome None): whether a decision stands claimed for the next resume
 
     def exit_status(self) -> tuple[int, str] | None:
-        """As ``RunResult.exit_status``, for the one run that went on."""
+        """As ``RunResult.exit_status``, for the one run that went on; a signal that came once the decision was
+        applied still ends the command with its code (130, 143), and its line says the decision was applied."""
+        if self.outcome is None and not self.claimed:
+            return self.stop.exit_code, "interrupted before a decision was claimed; nothing decided, nothing written"
         if self.outcome is None:
             return self.stop.exit_code, (
                 f"interrupted; the decision is kept: bench resume {self.traces.parent} --run {self.run_id} "
                 "carries it out"
+            )
+        if self.stop.requested:
+            where = f" at '{self.outcome.suspended_at}'" if self.outcome.suspended_at else ""
+            return self.stop.exit_code, (
+                f"stopped by {signal.Signals(self.stop.signum or signal.SIGINT).name} after the decision was applied: "
+                f"run {self.run_id} is {self.outcome.status}{where}; nothing is left to carry out"
             )
         ends = RunEnds()
         ends.add_outcome(self.outcome)
@@ -102,6 +113,7 @@ def resume(
     confirm: Callable[[str], bool] | None = None,
     named: bool = False,
     stop_id: str | None = None,
+    stop: StopRequest | None = None,
 ) -> ResumeResult:
     """Continues one suspended run of ``folder`` with a person's decision, in this process, with the same model
     source; its trace goes on in the same file. ``run_id`` may be a unique prefix; ``started`` is when the
@@ -114,36 +126,76 @@ def resume(
     gate, a decision without ``gate`` is put to the person (``confirm``, given the question, on a terminal) or
     refused in one line, so retyping a command after its run moved on to the next gate never decides a gate nobody
     saw. ``stop_id`` names the stop decided by its short id (``bench runs``): only the run's open stop is taken, one
-    decided before is refused as already decided."""
+    decided before is refused as already decided.
+
+    SIGINT and SIGTERM are ``stop``'s (a new one unless given) for the whole call: one that comes before anything is
+    claimed, or while the decision is carried out, ends the call with the outcome None (``claimed`` says whether a
+    decision is kept); one that comes after the decision was applied is only noted (``stop.requested``), the outcome
+    given. Which of these it was is read from the checkpoint database, never guessed from where the signal landed."""
     started = time.time() if started is None else started
-    read_manifest(folder)  # not a run folder: one line before anything else
-    run_id = resolve_run(folder, run_id)
-    seen = _standing(folder, run_id)  # before the lock: the stop this command is meant for
-    if stop_id is not None:
-        gate = _gate_of_stop(seen, stop_id, gate)
-    _refuse_early(seen, decision, gate)
-    held = _attach(folder, seen)
-    try:
-        now = _standing(folder, run_id)
-        if now.claim is not None:  # decided before, cut short: carry that decision out first
-            if gate is not None and decision is None and gate != now.claim.gate:
-                raise UserInputError(f"run {run_id}: the decision claimed is at '{now.claim.gate}', not at '{gate}'")
-            result = _carry_out(folder, now, now.claim, env, scenarios_dir, notify)
-            if result.outcome is None:  # interrupted again: the claim still stands
-                return result
-            notify(f"note: run {run_id}: carried out the decision claimed before ({_said(now.claim)})")
-            if decision is None or (seen.claim is not None and _same(seen.claim, decision, who, gate)):
-                return result
-            raise UserInputError(_decided_before(CheckpointStore(folder).load(run_id), seen.checkpoint.stop))
-        if decision is None:
-            raise UserInputError(_nothing_claimed(now.checkpoint))
-        _check_target(seen, now, started, gate)
-        if named:
-            _named_or_confirmed(now.checkpoint, gate, decision, scenarios_dir, confirm)
-        human = HumanDecision(gate=now.checkpoint.pending_gate or "", decision=decision, who=who, note=note)
-        return _carry_out(folder, now, human, env, scenarios_dir, notify)
-    finally:
-        held.release()
+    stop = StopRequest() if stop is None else stop
+    traces, seen = folder / TRACE_FILE, None
+    with stop.installed():
+        try:
+            read_manifest(folder)  # not a run folder: one line before anything else
+            run_id = resolve_run(folder, run_id)
+            seen = _standing(folder, run_id)  # before the lock: the stop this command is meant for
+            if stop_id is not None:
+                gate = _gate_of_stop(seen, stop_id, gate)
+            _refuse_early(seen, decision, gate)
+            held = _attach(folder, seen)
+            try:
+                now = _standing(folder, run_id)
+                if now.claim is not None:  # decided before, cut short: carry that decision out first
+                    if gate is not None and decision is None and gate != now.claim.gate:
+                        raise UserInputError(
+                            f"run {run_id}: the decision claimed is at '{now.claim.gate}', not at '{gate}'"
+                        )
+                    result = _carry_out(folder, now, now.claim, env, scenarios_dir, notify, stop)
+                    if result.outcome is None:  # interrupted again: the claim still stands
+                        return result
+                    notify(f"note: run {run_id}: carried out the decision claimed before ({_said(now.claim)})")
+                    if decision is None or (seen.claim is not None and _same(seen.claim, decision, who, gate)):
+                        return result
+                    raise UserInputError(_decided_before(CheckpointStore(folder).load(run_id), seen.checkpoint.stop))
+                if decision is None:
+                    raise UserInputError(_nothing_claimed(now.checkpoint))
+                _check_target(seen, now, started, gate)
+                if named:
+                    _named_or_confirmed(now.checkpoint, gate, decision, scenarios_dir, confirm)
+                human = HumanDecision(gate=now.checkpoint.pending_gate or "", decision=decision, who=who, note=note)
+                return _carry_out(folder, now, human, env, scenarios_dir, notify, stop)
+            finally:
+                held.release()
+        except KeyboardInterrupt:  # a signal before the run went on (a second one: at once)
+            if seen is None:
+                return ResumeResult(None, traces, stop, run_id, claimed=False)
+            return _interrupted(folder, run_id, seen.checkpoint.stop, stop, None, (decision, who))
+
+
+def _interrupted(
+    folder: Path,
+    run_id: str,
+    target: int,
+    stop: StopRequest,
+    ended: RunOutcome | None,
+    asked: tuple[Decision | None, str] = (None, ""),
+) -> ResumeResult:
+    """What an interrupted resume leaves, from the database: the stop it targeted decided and carried out (the run
+    stands at a later stop, or ended: the outcome its trace's last summary holds), its decision claimed and kept for
+    the next resume, or nothing decided. ``asked`` (decision, who), when given, must be what that stop was decided
+    with: a decision another command gave there is not this one's."""
+    traces = folder / TRACE_FILE
+    now = CheckpointStore(folder).load(run_id)
+    if now is not None and now.status == "deciding":
+        return ResumeResult(None, traces, stop, run_id)
+    decided = now.decisions[target] if now is not None and target < len(now.decisions) else None
+    if decided is None or (asked[0] is not None and (decided.decision, decided.who) != asked):
+        return ResumeResult(None, traces, stop, run_id, claimed=False)
+    if ended is None:
+        summaries = [e.outcome for e in run_events(traces, run_id) if e.kind == "summary" and e.outcome is not None]
+        ended = summaries[-1] if summaries else None
+    return ResumeResult(ended, traces, stop, run_id, claimed=ended is None)
 
 
 def _gate_of_stop(seen: Standing, given: str, gate: str | None) -> str:
@@ -351,9 +403,11 @@ def _carry_out(
     env: Mapping[str, str] | None,
     scenarios_dir: Path | None,
     notify: Notify,
+    stop: StopRequest,
 ) -> ResumeResult:
     """Claims ``decision`` (unless it is claimed already) and runs the run on from its checkpoint with it, writing
-    only the trace lines the trace does not hold yet; the run's next stop, or its end, replaces the claim."""
+    only the trace lines the trace does not hold yet; the run's next stop, or its end, replaces the claim. A signal
+    after the run went on is only noted (``stop.requested``)."""
     from harness.matrix.cell.cell_runner import execute_run
 
     checkpoint, run_id = standing.checkpoint, standing.checkpoint.run_id
@@ -374,12 +428,11 @@ def _carry_out(
     store = CheckpointStore(folder)
     claimed = checkpoint if checkpoint.status == "deciding" else store.claim(checkpoint, decision)
     _count_decisions(folder, manifest, store)
-    stop = StopRequest()
     live = manifest.live
     options = LiveOptions(**{k: v for k, v in (live.sampling if live else {}).items() if k in LiveOptions.model_fields})
     traces = folder / TRACE_FILE
+    ended: list[RunOutcome] = []  # the run's outcome once it has one (an interruption may come after)
     with (
-        stop.installed(),
         open_source(
             choice,
             endpoint=endpoint,
@@ -406,18 +459,21 @@ def _carry_out(
             assert task is not None
             stop.attach(task)
             try:
-                return await execute_run(
-                    cell,
-                    config,
-                    sink,
-                    run_id=run_id,
-                    seed=checkpoint.seed,
-                    model=model,
-                    gatekeeper=NobodyYet(),
-                    resuming=claimed,
-                    decision=decision,
-                    past=standing.past if framework else (),
+                ended.append(
+                    await execute_run(
+                        cell,
+                        config,
+                        sink,
+                        run_id=run_id,
+                        seed=checkpoint.seed,
+                        model=model,
+                        gatekeeper=NobodyYet(),
+                        resuming=claimed,
+                        decision=decision,
+                        past=standing.past if framework else (),
+                    )
                 )
+                return ended[0]
             finally:
                 await config.model.aclose()
 
@@ -427,10 +483,14 @@ def _carry_out(
             try:
                 outcome: RunOutcome | None = run_async(go(sink))
             except (RunInterrupted, asyncio.CancelledError):
-                outcome = None  # the claim stays: the next resume carries the decision out
+                outcome = None  # the claim stays (unless the run had settled it): the next resume carries it out
             except TraceDiverged as diverged:
                 raise UserInputError(str(diverged)) from None
-    if outcome is not None and not sink.caught_up:  # cannot be: a run that ends earlier differs at its summary
+            finally:
+                stop.detach()  # the run went on or stopped: a signal from now on is only noted
+    if outcome is None:
+        return _interrupted(folder, run_id, checkpoint.stop, stop, ended[0] if ended else None)
+    if not sink.caught_up:  # cannot be: a run that ends earlier differs at its summary
         raise UserInputError(f"{traces}: run {run_id} ended before the lines its trace holds past the checkpoint")
     carried = decision if checkpoint.status == "deciding" or standing.past else None
     return ResumeResult(outcome, traces, stop, run_id, carried)
