@@ -33,7 +33,8 @@ def test_a_sigterm_after_the_decision_was_applied_says_so_in_one_line(point, tmp
     )
     assert re.fullmatch(rf"run {run_id}: suspended at synopsis_approval; .*\n", late.stdout), late.stdout
     now = CheckpointStore(out).load(run_id)
-    assert now is not None and (now.status, now.pending_gate, len(now.decisions)) == ("suspended", "synopsis_approval", 1)
+    assert now is not None
+    assert (now.status, now.pending_gate, len(now.decisions)) == ("suspended", "synopsis_approval", 1)
 
     retyped = bench_process(*command)
     assert retyped.returncode == 2
