@@ -19,14 +19,15 @@ import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.core import AgentError, HumanDecision, ModeResult, RejectedByHuman, RunContext, Suspended
 from modes.react import step_limit
 from modes.runtimes.process.chat import MODEL_NAME, ChatEndpoint
 from modes.runtimes.process.child import Exit, run_agent
-from modes.runtimes.process.serve import serving
-from modes.runtimes.process.tools import ScenarioTools
+
+if TYPE_CHECKING:
+    from modes.runtimes.process.tools import ScenarioTools
 
 WORK_DIR = "work"  # the agent's working folder, in the run's state folder
 CONVERSATION_FILE = "conversation.json"  # the conversation at the stop, handed to a resumed agent
@@ -63,6 +64,11 @@ class ProcessRun:
         self.ctx, self.argv, self.time_limit_s = ctx, list(argv), time_limit_s
 
     async def run(self, decision: HumanDecision | None = None) -> ModeResult:
+        # the servers' packages (mcp, uvicorn) load only for a run of an agent process: every other bench command
+        # starts without them (about half of bench run's start-up, before its endpoint is even asked)
+        from modes.runtimes.process.serve import serving
+        from modes.runtimes.process.tools import ScenarioTools
+
         ctx = self.ctx
         stop = asyncio.Event()
         tools, chat = ScenarioTools(ctx, stop.set), ChatEndpoint(ctx, secrets.token_hex(16), stop.set)
