@@ -348,8 +348,8 @@ class Live(SourceKind):
 
 
 def through_for(options: LiveOptions, live: LiveSource) -> RecordThrough | None:
-    """The earlier recording ``--record-through`` names, loaded for this model (checked already: RunSpec.build)."""
-    if options.record_through is None:
+    """The earlier recordings ``--record-through`` names, loaded for this model (checked already: RunSpec.build)."""
+    if not options.record_through:
         return None
     from harness.models.record_through import RecordThrough
 

@@ -33,8 +33,15 @@ class LiveOptions(BaseModel):
     max_response_bytes: int | None = Field(None, ge=1024)  # None: the live client's default (4 MiB)
     # Runs in a row ending in the same endpoint error before the matrix stops (0: never); why 10: dead_endpoint.py.
     stop_after_failures: int = Field(DEFAULT_STOP_AFTER, ge=0)
-    # An earlier recording that answers what it holds, so only its misses are asked (harness/models/record_through.py)
-    record_through: Path | None = None
+    # Earlier recordings that answer what they hold, the first holding a request first, so only the misses are asked
+    # (harness/models/record_through.py); empty: every request is asked
+    record_through: tuple[Path, ...] = ()
+
+    @field_validator("record_through", mode="before")
+    @classmethod
+    def _one_or_several(cls, value: object) -> object:
+        """One folder (a manifest written before several were allowed) is a tuple of one."""
+        return (value,) if isinstance(value, (str, Path)) else value
 
     @field_validator("provider")
     @classmethod

@@ -42,34 +42,32 @@ class Served:
 
 @dataclass
 class RecordThrough:
-    """An earlier recording folder, loaded once for a whole matrix, answering for one model."""
+    """Earlier recording folders, loaded once for a whole matrix, answering for one model: for a request several hold,
+    the first folder named answers (a newer recording named first overrides an older one)."""
 
-    folder: Path
+    folders: tuple[Path, ...]
     label: str
     entries: dict[RecordKey, RecordEntry] = field(default_factory=dict)
     skipped_lines: int = 0
 
     @classmethod
-    def load(cls, folder: Path, label: str, sampling: dict[str, Any] | None = None) -> RecordThrough:
-        """The recording in ``folder`` for the model labelled ``label``; one line for a folder that cannot serve."""
-        manifest = check_recording(folder, label, sampling)
+    def load(cls, folders: tuple[Path, ...], label: str, sampling: dict[str, Any] | None = None) -> RecordThrough:
+        """The recordings in ``folders`` for the model labelled ``label``; one line for a folder that cannot serve."""
         report = TraceReadReport()
-        default = _provenance_of(manifest)
         entries: dict[RecordKey, RecordEntry] = {}
-        for entry in read_records(folder / RECORDING_FILE, RecordEntry, report):
-            if entry.model != label or entry.exchange.error is not None:
-                continue  # another model's, or a failed call: nothing to serve
-            if entry.provenance is None:
-                entry = entry.model_copy(update={"provenance": default})
-            entries[entry.key] = entry
-        return cls(folder, label, entries, report.skipped)
+        for folder in folders:
+            default = _provenance_of(check_recording(folder, label, sampling))
+            for entry in read_records(folder / RECORDING_FILE, RecordEntry, report):
+                if entry.model != label or entry.exchange.error is not None or entry.key in entries:
+                    continue  # another model's, a failed call (nothing to serve), or held by a folder named earlier
+                entries[entry.key] = entry.model_copy(
+                    update={"provenance": entry.provenance or default, "served_from": str(folder)}
+                )
+        return cls(folders, label, entries, report.skipped)
 
     def lookup(self, key: RecordKey) -> RecordEntry | None:
-        """The recorded exchange for ``key``, marked as served from this folder; None: ask the model."""
-        entry = self.entries.get(key)
-        if entry is None:
-            return None
-        return entry.model_copy(update={"served_from": str(self.folder)})
+        """The recorded exchange for ``key``, naming the folder it is served from; None: ask the model."""
+        return self.entries.get(key)
 
 
 def with_counts(manifest: Manifest, folder: Path) -> Manifest:
@@ -77,14 +75,16 @@ def with_counts(manifest: Manifest, folder: Path) -> Manifest:
     through, exchanges served from it and asked of the model), read from the folder's recording, so a resumed or
     worker-run matrix counts every exchange once."""
     through = manifest.live_options.get("record_through")
-    if through is None or not (folder / RECORDING_FILE).is_file():
+    if not through or not (folder / RECORDING_FILE).is_file():
         return manifest
     counts = served_counts(folder / RECORDING_FILE)
+    sources = [str(path) for path in through] if isinstance(through, list) else [str(through)]
     models = []
     for model in manifest.models:
         if model.live is not None:
             served, asked = counts.get(model.label, (0, 0))
-            facts = {"from": str(through), "served": served, "asked": asked}
+            # one folder keeps the shape manifests had before several were allowed: "from" is its path
+            facts = {"from": sources[0] if len(sources) == 1 else sources, "served": served, "asked": asked}
             model = model.model_copy(update={"live": model.live.model_copy(update={"record_through": facts})})
         models.append(model)
     first = models[0].live if models else None

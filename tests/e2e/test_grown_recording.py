@@ -81,3 +81,25 @@ def test_a_changed_prompt_is_asked_again(recorded, tmp_path, monkeypatch, capsys
     assert server.served["ok"] >= asked_before
     counts = json.loads((tmp_path / "edited" / "manifest.json").read_text())["live"]["record_through"]
     assert counts["served"] == 0 and counts["asked"] == server.served["ok"]
+
+
+def test_two_recordings_grown_apart_serve_one_matrix_that_asks_nothing_new(recorded, tmp_path, monkeypatch, capsys):
+    """`--record-through` twice: the old story from one recording, the new story from another; nothing is asked,
+    the manifest names both folders, and the result replays exactly."""
+    old, _asked = recorded
+    with FaultServer(["ok"]) as server:
+        code, err = _live(monkeypatch, capsys, server, tmp_path / "other", NEW_STORY)
+    assert code == 0, err
+    with FaultServer(["ok"]) as server:
+        code, err = _live(
+            monkeypatch, capsys, server, tmp_path / "both", f"{OLD_STORY},{NEW_STORY}",
+            "--record-through", str(tmp_path / "other"), "--record-through", str(old),
+        )  # fmt: skip
+    assert code == 0, err
+    assert server.served["ok"] == 0
+    counts = json.loads((tmp_path / "both" / "manifest.json").read_text())["live"]["record_through"]
+    assert counts["from"] == [str((tmp_path / "other").resolve()), str(old.resolve())] and counts["asked"] == 0
+    lines = list(read_records(tmp_path / "both" / RECORDING_FILE, RecordEntry))
+    assert {line.scenario for line in lines if line.served_from == str(old.resolve())} == {OLD_STORY}
+    code, out, err = bench_main(monkeypatch, capsys, "replay", str(tmp_path / "both"), "--out", str(tmp_path / "r"))
+    assert code == 0, out + err

@@ -138,12 +138,13 @@ def run_command(
         ),
     ] = None,
     record_through: Annotated[
-        Path | None,
+        list[Path] | None,
         typer.Option(
             "--record-through",
             metavar="DIR",
             help="Live: answer every request DIR's recording holds from it and ask the model only the rest; the new "
-            "folder's recording holds both, and replays exactly.",
+            "folder's recording holds both, and replays exactly. Repeat it to serve from several recordings (the "
+            "first that holds a request answers it).",
         ),
     ] = None,
     resume: Annotated[
@@ -184,7 +185,7 @@ def run_command(
             "strict_schema": strict_schema or None,
             "max_response_bytes": max_response_bytes,
             "stop_after_failures": stop_after_failures,
-            "record_through": record_through,
+            "record_through": tuple(record_through) if record_through else None,
         }.items()
         if value is not None
     }

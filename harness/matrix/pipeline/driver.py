@@ -264,7 +264,7 @@ def run(
         prompt_hash=prompt_hash(),
         replay_of=str(choice.folder) if choice.folder is not None else None,
         approver=None if spec.approver is None else str(spec.approver),
-        live_options=spec.live_options.model_dump(exclude_defaults=True),
+        live_options=spec.live_options.model_dump(mode="json", exclude_defaults=True),
         notes=matrix.notes,
     )
     ledger = ManifestLedger(folder.path, manifest)

@@ -198,24 +198,24 @@ class RunSpec(BaseModel):
             raise UserInputError("--replace needs --out: the folder whose run is replaced")
         if spec.endpoint is None:
             spec = spec.model_copy(update=_endpoints(spec, env))
-        if spec.live is not None and spec.live.record_through is not None:
+        if spec.live is not None and spec.live.record_through:
             spec = _check_record_through(spec)
         return spec
 
 
 def _check_record_through(spec: RunSpec) -> RunSpec:
-    """Checks, before anything starts, that the ``--record-through`` folder can answer for every live model of the
-    matrix; its path is made absolute, so worker processes and a resume from another folder find it."""
+    """Checks, before anything starts, that every ``--record-through`` folder can answer for every live model of the
+    matrix; their paths are made absolute, so worker processes and a resume from another folder find them."""
     from harness.models.choice import model_label
     from harness.models.record_through import check_recording
 
     options = spec.live_options
-    assert options.record_through is not None
     sampling = {"temperature": options.temperature, "max_tokens": options.max_tokens}
     for choice in spec.models:
         if choice.live:
-            check_recording(options.record_through, model_label(choice, spec.endpoint_for(choice)), sampling)
-    absolute = options.model_copy(update={"record_through": options.record_through.resolve()})
+            for folder in options.record_through:
+                check_recording(folder, model_label(choice, spec.endpoint_for(choice)), sampling)
+    absolute = options.model_copy(update={"record_through": tuple(path.resolve() for path in options.record_through)})
     return spec.model_copy(update={"live": absolute})
 
 

@@ -95,7 +95,7 @@ def _complete(model: RecordingModel, *requests: ModelRequest) -> None:
 def test_a_recorded_request_is_served_and_only_the_miss_reaches_the_model(tmp_path):
     first, second = _request(1, "brief"), _request(2, "draft")
     old = _recording(tmp_path / "old", [_entry(first, _answer('{"action": "finish"}'))])
-    through = RecordThrough.load(old, LABEL, {"temperature": 0.7, "max_tokens": 512})
+    through = RecordThrough.load((old,), LABEL, {"temperature": 0.7, "max_tokens": 512})
     inner, lines = CountingModel(), []
     model = RecordingModel(inner, lines.append, through=through)
 
@@ -108,11 +108,27 @@ def test_a_recorded_request_is_served_and_only_the_miss_reaches_the_model(tmp_pa
     assert model.model_ms == pytest.approx(model_time_ms(lines[0].exchange))
 
 
+def test_several_recordings_serve_together_and_the_first_named_answers_a_request_both_hold(tmp_path):
+    """Two recordings grown apart (an old one and a newer one of other stories or trials) serve one matrix: each
+    request from the folder that holds it, the first named winning, and only what neither holds is asked."""
+    shared, only_old, only_new, neither = (_request(step, words) for step, words in enumerate("abcd", start=1))
+    old = _recording(tmp_path / "old", [_entry(shared, _answer('{"old": 1}')), _entry(only_old, _answer("{}"))])
+    new = _recording(tmp_path / "new", [_entry(shared, _answer('{"new": 1}')), _entry(only_new, _answer("{}"))])
+    inner, lines = CountingModel(), []
+    model = RecordingModel(inner, lines.append, through=RecordThrough.load((new, old), LABEL))
+
+    _complete(model, shared, only_old, only_new, neither)
+
+    assert inner.asked == [neither]
+    assert [line.served_from for line in lines] == [str(new), str(old), str(new), None]
+    assert lines[0].exchange.response["choices"][0]["message"]["content"] == '{"new": 1}'
+
+
 def test_a_repeat_beyond_what_was_recorded_is_asked(tmp_path):
     request = _request(1, "same words")
     old = _recording(tmp_path / "old", [_entry(request, _answer('{"action": "finish"}'), occurrence=0)])
     inner = CountingModel()
-    model = RecordingModel(inner, lambda entry: None, through=RecordThrough.load(old, LABEL))
+    model = RecordingModel(inner, lambda entry: None, through=RecordThrough.load((old,), LABEL))
 
     _complete(model, request, request)
 
@@ -122,7 +138,7 @@ def test_a_repeat_beyond_what_was_recorded_is_asked(tmp_path):
 def test_a_changed_prompt_is_a_miss(tmp_path):
     old = _recording(tmp_path / "old", [_entry(_request(1, "old words"), _answer("{}"))])
     inner = CountingModel()
-    model = RecordingModel(inner, lambda entry: None, through=RecordThrough.load(old, LABEL))
+    model = RecordingModel(inner, lambda entry: None, through=RecordThrough.load((old,), LABEL))
 
     _complete(model, _request(1, "new words"))
 
@@ -134,7 +150,7 @@ def test_a_recorded_failure_is_asked_again_not_served(tmp_path):
     failed = Exchange(request={}, error=ErrorInfo(kind="timeout", message="read timed out"))
     old = _recording(tmp_path / "old", [_entry(request, failed)])
     inner = CountingModel()
-    model = RecordingModel(inner, lambda entry: None, through=RecordThrough.load(old, LABEL))
+    model = RecordingModel(inner, lambda entry: None, through=RecordThrough.load((old,), LABEL))
 
     _complete(model, request)
 
@@ -145,7 +161,7 @@ def test_another_models_recording_is_refused_in_one_line(tmp_path):
     old = _recording(tmp_path / "old", [_entry(_request(1, "brief"), _answer("{}"))])
 
     with pytest.raises(UserInputError, match="recorded smollm2-135m, this run asks gpt-x") as refused:
-        RecordThrough.load(old, "gpt-x")
+        RecordThrough.load((old,), "gpt-x")
     assert "\n" not in str(refused.value)
 
 
@@ -153,12 +169,12 @@ def test_a_recording_with_other_sampling_is_refused(tmp_path):
     old = _recording(tmp_path / "old", [_entry(_request(1, "brief"), _answer("{}"))], temperature=0.0)
 
     with pytest.raises(UserInputError, match=r"temperature 0\.0, this run asks temperature 0\.7"):
-        RecordThrough.load(old, LABEL, {"temperature": 0.7})
+        RecordThrough.load((old,), LABEL, {"temperature": 0.7})
 
 
 def test_a_folder_without_a_recording_is_refused(tmp_path):
     with pytest.raises(UserInputError, match=r"no recording\.jsonl there"):
-        RecordThrough.load(tmp_path, LABEL)
+        RecordThrough.load((tmp_path,), LABEL)
 
 
 def test_served_and_asked_are_counted_from_the_recording_file(tmp_path):
@@ -166,7 +182,7 @@ def test_served_and_asked_are_counted_from_the_recording_file(tmp_path):
     old = _recording(tmp_path / "old", [_entry(request, _answer("{}"))])
     path = tmp_path / "new.jsonl"
     with TraceWriter(path) as writer:
-        model = RecordingModel(CountingModel(), writer.write, through=RecordThrough.load(old, LABEL))
+        model = RecordingModel(CountingModel(), writer.write, through=RecordThrough.load((old,), LABEL))
         _complete(model, request, _request(2, "draft"), _request(3, "post"))
 
     assert served_counts(path) == {LABEL: (1, 2)}
