@@ -70,14 +70,18 @@ def cells_once(folder: Path) -> list[str]:
     return problems
 
 
-def kill_one_worker(folder: Path, rng: random.Random, lines: int) -> KillResult:
-    """Runs the matrix into ``folder`` and kills one worker once a random share of its ``lines`` are written."""
+def kill_one_worker(
+    folder: Path, rng: random.Random, lines: int, args: tuple[str, ...] = ARGS, hang_s: float = HANG_S
+) -> KillResult:
+    """Runs the matrix ``args`` into ``folder`` and kills one worker once a random share of its ``lines`` are written;
+    ``hang_s`` bounds each wait (a loaded machine's caller sets it from how long the matrix took whole)."""
     share = rng.uniform(0.05, 0.9)
     traces = folder / "traces.jsonl"
     problems: list[str] = []
-    with bench_child("run", *ARGS, "--out", str(folder)) as child:
+    with bench_child("run", *args, "--out", str(folder)) as child:
         wait_for(
             lambda: traces.exists() and traces.read_bytes().count(b"\n") >= share * lines,
+            timeout_s=hang_s,
             what=f"{share:.0%} of the trace",
             process=child,
         )
@@ -87,14 +91,14 @@ def kill_one_worker(folder: Path, rng: random.Random, lines: int) -> KillResult:
         else:
             problems.append("no worker process found to kill")
         try:
-            _, stderr = child.communicate(timeout=HANG_S)
+            _, stderr = child.communicate(timeout=hang_s)
         except subprocess.TimeoutExpired:
             child.send_signal(signal.SIGINT)
             try:
                 child.communicate(timeout=10)
-                problems.append(f"hung for {HANG_S:g} s after the kill; the first Ctrl-C ended it")
+                problems.append(f"hung for {hang_s:g} s after the kill; the first Ctrl-C ended it")
             except subprocess.TimeoutExpired:
-                problems.append(f"hung for {HANG_S:g} s after the kill; the first Ctrl-C did not end it")
+                problems.append(f"hung for {hang_s:g} s after the kill; the first Ctrl-C did not end it")
             return KillResult(share, -1, False, False, tuple(problems))
     if "Traceback" in stderr:
         problems.append("a traceback: " + stderr.strip().splitlines()[-1])
