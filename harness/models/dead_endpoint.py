@@ -8,7 +8,8 @@ that times out are tried again with the run requests' own back-off and ``Retry-A
 times) before anything is concluded: a busy endpoint answers 503 to a first request and then works.
 The preflight's read timeout is short (``PREFLIGHT_READ_S``, or ``--timeout`` when that is shorter): its
 request asks for one token, so an endpoint that accepts the connection and sends nothing back within it,
-every try, is a silent endpoint: one line within a minute at the defaults, not a matrix of 120-second waits.
+every try, is a silent endpoint: one line within a minute at the defaults (``--provider auto``'s ``/models`` listing
+waits 5 s, then 4 tries of 10 s with waits of 0.5 to 4 s between them: about 52 s), not a matrix of 120-second waits.
 Any other JSON answer (a 400 about a parameter, a 401, a 5xx or 429 still there after the retries) is an
 endpoint that is there: the matrix starts and meets it the usual way.
 

@@ -60,6 +60,10 @@ class ProbeRow:
     detail: str
 
 
+MODELS_LISTING_S = 5.0  # a listing is small: an endpoint that sends none within this lists nothing (a silent one's
+# first wait, before the preflight's tries: its one line still comes within a minute at the defaults)
+
+
 def list_models(config: LiveConfig, timeout_s: float = 5.0, transport: httpx.BaseTransport | None = None) -> Any | None:
     """The endpoint's ``/models`` JSON, or None when it does not answer one (many servers do not)."""
     try:
@@ -160,7 +164,7 @@ def probe(
             on_row(row)
 
     preflight(config, transport=transport)
-    models = list_models(config, min(config.timeout_s, 10.0), transport)
+    models = list_models(config, min(config.timeout_s, MODELS_LISTING_S), transport)
     names = (
         [str(m.get("id")) for m in models.get("data", [])[:5] if isinstance(m, dict)]
         if isinstance(models, dict) and isinstance(models.get("data"), list)

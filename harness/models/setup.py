@@ -46,9 +46,9 @@ def endpoint_config(
         return _config(chat_url, model, key, options, concurrency, options.provider, "given with --provider")
     found = detect(chat_url)
     if found.guessed and ask_models:
-        from harness.models.probe import list_models
+        from harness.models.probe import MODELS_LISTING_S, list_models
 
-        models = list_models(config, min(options.timeout_s, 10.0)) if models is None else models
+        models = list_models(config, min(options.timeout_s, MODELS_LISTING_S)) if models is None else models
         found = detect(chat_url, models)
     return _config(chat_url, model, key, options, concurrency, found.profile.name, found.how)
 
