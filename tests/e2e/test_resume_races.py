@@ -20,9 +20,12 @@ from harness.matrix.commands.resume import resume
 from harness.records.checkpoint import CHECKPOINT_FILE, CheckpointStore
 from harness.records.folder import LOCK_FILE
 from harness.records.trace import TraceEvent, read_events
-from tests.helpers.bench import ROOT, bench_process
+from tests.helpers.bench import ROOT, bench_in_process
+from tests.helpers.sweeps import scaled
 
-TRIES = {"without --gate": 4, "with --gate": 2, "both": 2}  # each a fresh run, raced by four commands at once
+# each a fresh run, raced by four commands at once, each its own process (the race is between processes): one run a
+# variant in the quick suite, all eight in CI
+TRIES = {"without --gate": scaled(4, 1), "with --gate": scaled(2, 1), "both": scaled(2, 1)}
 
 
 def events_of(folder: Path, run_id: str) -> list[TraceEvent]:
@@ -156,7 +159,7 @@ def waiting(tmp_path: Path) -> tuple[Path, str]:
 
 def test_resume_takes_a_unique_prefix_of_the_run_id(waiting):
     folder, run_id = waiting
-    result = bench_process("resume", str(folder), "--run", run_id[:6], "--approve")
+    result = bench_in_process("resume", str(folder), "--run", run_id[:6], "--approve")
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(f"run {run_id}: finished")  # the whole id, as bench show names it
 
@@ -168,7 +171,7 @@ def test_an_ambiguous_prefix_is_one_line_naming_the_candidates(waiting):
             handle.write(TraceEvent.model_validate({**_first(folder).model_dump(), "run_id": other}).model_dump_json())
             handle.write("\n")
     before = files_of(folder)
-    result = bench_process("resume", str(folder), "--run", "abcd", "--approve")
+    result = bench_in_process("resume", str(folder), "--run", "abcd", "--approve")
     assert result.returncode == 2
     assert result.stderr == (
         "error: --run abcd: 2 runs start with it (abcd000000000001, abcd000000000002); give more of the id\n"
@@ -206,7 +209,7 @@ def test_a_missing_or_emptied_checkpoint_database_is_one_line_and_nothing_is_wri
             db.execute("DELETE FROM checkpoints" if damage == "row-less" else "DROP TABLE checkpoints")
         db.close()
     before = files_of(folder)
-    result = bench_process("resume", str(folder), "--run", run_id, "--approve")
+    result = bench_in_process("resume", str(folder), "--run", run_id, "--approve")
     assert result.returncode == 2
     assert result.stderr == f"error: {folder / says.format(run=run_id)}\n"
     assert files_of(folder) == before  # not even a table in the empty file, nor a database where there was none
@@ -248,7 +251,7 @@ def test_a_full_disk_during_a_resume_is_one_line_naming_the_file_and_the_decisio
         ballast = small_disk / "ballast"
         ballast.write_bytes(b"\0" * (stats.f_bavail * stats.f_frsize - room_kib * 1024))
         command = ("resume", str(folder), "--run", run_id, "--approve", "--as", "editor")
-        result = bench_process(*command)
+        result = bench_in_process(*command)
         ballast.unlink()
         if result.returncode != 0:
             assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
@@ -256,7 +259,7 @@ def test_a_full_disk_during_a_resume_is_one_line_naming_the_file_and_the_decisio
             found = re.fullmatch(named, result.stderr)
             assert found, result.stderr
             failed.append(found.group(1))
-            again = bench_process(*command)
+            again = bench_in_process(*command)
             assert again.returncode == 0, again.stderr
         events = events_of(folder, run_id)
         assert events[-1].outcome.status == "finished" and events[-1].outcome.repeated_side_effects == 0
