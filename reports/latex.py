@@ -13,11 +13,13 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import groupby
 from typing import Any
 
 from harness.records.verdicts import GLOSSARY
+from reports.latex_cells import Body, Shown, table_body
 from reports.load import clean_text
-from reports.tables import Column, Table, legend, show
+from reports.tables import Column, Table
 
 PACKAGES = ("booktabs", "array", "tabularx", "longtable")  # what the preamble needs: \usepackage{...} each
 LONG_ROWS = 40  # a table with more rows than this does not fit one page as a float: a longtable instead
@@ -60,6 +62,7 @@ _LATEX_SPECIAL = {
 }
 _BREAK_AFTER = {"_", "/", "-", "."}  # in prose, a long name may break after these
 _POWER = re.compile(r"\^(\w+)")
+_MINUS = re.compile(r"(?<![\w}$-])-(?=[\d.]|\s)")  # a minus sign (-4.2, [-20.0, B - A), not a hyphen: math
 
 
 def latex_escape(text: str, breakable: bool = False) -> str:
@@ -73,7 +76,8 @@ def latex_escape(text: str, breakable: bool = False) -> str:
             parts.append(f"$^{{{latex_escape(piece)}}}$")
         else:
             escaped = "".join(_escape_char(ch, breakable) for ch in piece)
-            parts.append(re.sub(r"-(?=-)", "-{}", escaped))  # --approver: two hyphens, not an en dash
+            escaped = re.sub(r"-(?=-)", "-{}", escaped)  # --approver: two hyphens, not an en dash
+            parts.append(_MINUS.sub("$-$", escaped))
     return "".join(parts).encode("ascii", "replace").decode("ascii")  # pdflatex: no unicode surprises
 
 
@@ -90,9 +94,14 @@ _TIMES = re.compile(r"(?<=\S) x (?=\S)")  # "mode x policy", "10 modes x 12 stor
 _N_EQUALS = re.compile(r"\b([nk]) = (\d[\d,]*)")  # "n = 434"
 
 
+_CLI_CLAUSE = re.compile(r"[;,]?\s*\brun with --[^.;]*")  # "; run with --approver ... to judge them": the CLI's
+
+
 def paper_text(text: str) -> str:
-    """Caption or note text for a paper: no pointers to the docs, math where it is math, escaped."""
-    escaped = latex_escape(_DOC_POINTER.sub(lambda m: _POINTED_TO.get(m.group(2) or "", ""), text))
+    """Caption or note text for a paper: no pointers to the docs, no instructions to the CLI's user, math where it
+    is math, escaped."""
+    text = _CLI_CLAUSE.sub("", _DOC_POINTER.sub(lambda m: _POINTED_TO.get(m.group(2) or "", ""), text))
+    escaped = latex_escape(text)
     escaped = _TIMES.sub(" $\\\\times$ ", escaped)
     return _N_EQUALS.sub(lambda m: f"${m.group(1)} = {m.group(2).replace(',', '{,}')}$", escaped)
 
@@ -125,11 +134,22 @@ def _words(text: str, breakable: bool) -> list[str]:
 
 @dataclass(frozen=True)
 class Cell:
-    """A column as LaTeX sets it: its cells shown, whether it wraps, the widths it needs."""
+    """A column as LaTeX sets it: what it shows (reports/latex_cells.py), whether it wraps, the widths it needs."""
 
-    column: Column[Any]
-    cells: tuple[str, ...]
+    shown: Shown
     prose: bool
+
+    @property
+    def cells(self) -> tuple[str, ...]:
+        return self.shown.texts
+
+    @property
+    def header(self) -> str:
+        return self.shown.header
+
+    @property
+    def numeric(self) -> bool:
+        return self.shown.numeric
 
     @property
     def width(self) -> float:
@@ -139,12 +159,12 @@ class Cell:
             body = max([PROSE_MIN_PT, *(text_width(w) for c in self.cells for w in _words(c, True))])
         else:
             body = max((text_width(c) for c in self.cells), default=0.0)
-        return max(body, *(text_width(w) for w in _header_words(self.column.header)))
+        return max(body, *(text_width(w) for w in _header_words(self.header)))
 
     def header_lines(self) -> list[str]:
         """The header wrapped to the column's width, so a long header does not widen a column of short numbers."""
         lines: list[str] = []
-        for word in _header_words(self.column.header):
+        for word in _header_words(self.header):
             joined = (
                 f"{lines[-1]}{word}" if lines and lines[-1].endswith("-") else f"{lines[-1]} {word}" if lines else ""
             )
@@ -156,17 +176,18 @@ class Cell:
 
 
 def _header_words(header: str) -> list[str]:
-    """A header's words, a hyphenated one broken after its hyphens (stop-correct: stop- / correct)."""
-    return [p for word in header.split() for p in re.split(r"(?<=-)(?=\w)", word) if p] or [""]
+    """A header's words, a hyphenated one broken after its hyphens (stop-correct: stop- / correct); a minus between
+    two words stays with them (B - A)."""
+    text = header.replace(" - ", "\0-\0")
+    words = [p for word in text.split() for p in re.split(r"(?<=-)(?=\w)", word) if p] or [""]
+    return [word.replace("\0", " ") for word in words]
 
 
-def _cells(table: Table, columns: Sequence[Column[Any]]) -> list[Cell]:
-    result = []
-    for column in columns:
-        shown = tuple(show(column.get(record), column.fmt) for record in table.records)
-        prose = not column.numeric and any(len(value) > PROSE_CHARS for value in shown)
-        result.append(Cell(column, shown, prose))
-    return result
+def _cells(body: Body) -> list[Cell]:
+    return [
+        Cell(shown, not shown.numeric and any(len(value) > PROSE_CHARS for value in shown.texts))
+        for shown in body.shown
+    ]
 
 
 def _needed(cells: Sequence[Cell], layout: Layout) -> float:
@@ -179,8 +200,8 @@ def split_parts(cells: Sequence[Cell], layout: Layout) -> list[list[Cell]]:
 
     One part when everything fits; else as few as fit, of about equal width, in the columns' order.
     """
-    keys = [c for c in cells if c.column.key]
-    rest = [c for c in cells if not c.column.key]
+    keys = [c for c in cells if c.shown.key]
+    rest = [c for c in cells if not c.shown.key]
 
     def fits(part: list[Cell]) -> bool:
         return _needed([*keys, *part], layout) <= layout.width
@@ -216,53 +237,64 @@ def _lines(text: str, width: float) -> int:
     return max(1, math.ceil(text_width(text) / width)) if text else 0
 
 
-def float_height(parts: Sequence[Sequence[Cell]], caption: str, note: str, layout: Layout) -> float:
-    """An estimate of the float's height in pt: caption, each part (header, rows, rules), the note under it."""
+def float_height(
+    parts: Sequence[Sequence[Cell]], caption: str, note: str, layout: Layout, groups: Sequence[str] = ()
+) -> float:
+    """An estimate of the float's height in pt: caption, each part (header, group and other rows, rules), the note
+    under it."""
     height = _lines(caption, layout.width) * CAPTION_LINE_PT + 12
     for part in parts:
         prose = _prose_width(part, layout)
-        header = max(_lines(c.column.header, prose) if c.prose else len(c.header_lines()) for c in part)
+        header = max(_lines(c.header, prose) if c.prose else len(c.header_lines()) for c in part)
         rows = sum(max(_lines(c.cells[i], prose) if c.prose else 1 for c in part) for i in range(len(part[0].cells)))
-        height += (header + rows) * LINE_PT + 14
+        height += (header + rows + len(_starts(groups))) * LINE_PT + 14
     return height + (_lines(note, layout.width) * LINE_PT + 4 if note else 0)
 
 
 def _spec(part: Sequence[Cell], prose_width: str) -> str:
-    specs = [
-        f">{{\\raggedright\\arraybackslash}}{prose_width}" if c.prose else "r" if c.column.numeric else "l"
-        for c in part
-    ]
+    specs = [f">{{\\raggedright\\arraybackslash}}{prose_width}" if c.prose else "r" if c.numeric else "l" for c in part]
     return "@{}" + "".join(specs) + "@{}"
 
 
 def _header(cell: Cell) -> str:
     if cell.prose:
-        return latex_escape(cell.column.header)
+        return latex_escape(cell.header)
     lines = [latex_escape(line) for line in cell.header_lines()]
     if len(lines) == 1:
         return lines[0]
-    align = "r" if cell.column.numeric else "l"
+    align = "r" if cell.numeric else "l"
     return f"\\begin{{tabular}}[b]{{@{{}}{align}@{{}}}}" + "\\\\".join(lines) + "\\end{tabular}"
 
 
-def _rows(part: Sequence[Cell]) -> list[str]:
-    """The header row, then one row per record, each ending in ``\\\\``."""
-    rows = [[_header(c) for c in part]]
-    rows += [[latex_escape(c.cells[i], c.prose) for c in part] for i in range(len(part[0].cells))]
-    return [" & ".join(row) + " \\\\" for row in rows]
+def _starts(groups: Sequence[str]) -> dict[int, str]:
+    """The rows that begin a group, and its label: a group row goes before each."""
+    return {i: g for i, g in enumerate(groups) if g and (i == 0 or groups[i - 1] != g)}
 
 
-def _tabular(part: Sequence[Cell], spec: str) -> str:
+def _rows(part: Sequence[Cell], groups: Sequence[str] = ()) -> list[str]:
+    """The header row, then one row per record (a group row spanning the table before each group's first), each
+    ending in ``\\\\``."""
+    starts = _starts(groups)
+    rows = [" & ".join(_header(c) for c in part) + " \\\\"]
+    for i in range(len(part[0].cells)):
+        if i in starts:
+            space = "\\addlinespace\n" if i else ""
+            rows.append(f"{space}\\multicolumn{{{len(part)}}}{{@{{}}l}}{{\\itshape {latex_escape(starts[i])}}} \\\\")
+        rows.append(" & ".join(latex_escape(c.cells[i], c.prose) for c in part) + " \\\\")
+    return rows
+
+
+def _tabular(part: Sequence[Cell], spec: str, groups: Sequence[str]) -> str:
     """A tabular, or a tabularx as wide as the line when a paragraph column shares what the others leave of it."""
     environment, width = ("tabularx", "{\\linewidth}") if any(c.prose for c in part) else ("tabular", "")
-    header, *body = _rows(part)
+    header, *body = _rows(part, groups)
     lines = [f"\\begin{{{environment}}}{width}{{{spec}}}", "\\toprule", header, "\\midrule", *body, "\\bottomrule"]
     return "\n".join([*lines, f"\\end{{{environment}}}"]) + "\n"
 
 
-def _longtable(part: Sequence[Cell], spec: str, caption: str, label: str | None) -> str:
+def _longtable(part: Sequence[Cell], spec: str, caption: str, label: str | None, groups: Sequence[str]) -> str:
     """A longtable whose header repeats on every page, "Continued on next page" at the foot of all but the last."""
-    header, *body = _rows(part)
+    header, *body = _rows(part, groups)
     first = f"\\caption{{{caption}}} \\label{{{label}}} \\\\" if label else f"\\caption*{{{caption}}} \\\\"
     lines = [
         f"\\begin{{longtable}}{{{spec}}}", first, "\\toprule", header, "\\midrule", "\\endfirsthead",
@@ -287,46 +319,75 @@ def narrow_columns(table: Table) -> tuple[Column[Any], ...]:
 def to_latex(table: Table, context: str = "", layout: Layout = WIDE) -> str:
     """One variant of a table: a float (``table*`` full width, ``table`` one column), or a longtable when the
     float would be taller than a page (then set on one-column pages, as wide as the text)."""
-    cells = _cells(table, narrow_columns(table) if layout is not WIDE else table.columns)
-    caption = paper_text(table.title + (f" ({context})" if context else ""))
+    body = table_body(table, narrow_columns(table) if layout is not WIDE else table.columns)
+    cells = _cells(body)
+    said = "; ".join(part for part in (context, body.constant) if part)
+    caption = paper_text(table.title + (f" ({said})" if said else ""))
     label = f"tab:{(table.name + layout.suffix).replace('_', '-')}"
-    said = " ".join(part for part in (table.about, legend([c.column for c in cells])) if part)  # its columns only
+    note = " ".join(part for part in (table.about, _legend(body.shown)) if part)  # its columns only
     parts = split_parts(cells, layout)
-    long = len(table.records) > LONG_ROWS or float_height(parts, caption, said, layout) > PAGE_PT
+    groups = body.groups
+    # Taller than a page: each part a float of its own when each fits (the last with the note), else a longtable.
+    alone = [float_height([p], caption, note if p is parts[-1] else "", layout, groups) for p in parts]
+    too_wide = any(_needed(p, layout) > layout.width for p in parts)  # the keys and one column overflow a column
+    long = len(table.records) > LONG_ROWS or max(alone) > PAGE_PT or (too_wide and layout is not WIDE)
     if long and layout is not WIDE:  # one-column pages: the text's width
         layout = Layout(layout.suffix, "longtable", WIDE.width, layout.tabcolsep)
         parts = split_parts(cells, layout)
+    separate = not long and float_height(parts, caption, note, layout, groups) > PAGE_PT
+    kind = f"{len(parts)} {layout.environment} floats, one per part" if separate else f"a {layout.environment} float"
     where = (
         "a longtable: one-column pages only (\\onecolumn, an appendix)"
         if long
-        else f"a {layout.environment} float, {'across both columns' if layout is WIDE else 'one column wide'}"
+        else f"{kind}, {'across both columns' if layout is WIDE else 'one column wide'}"
     )
     head = f"% {clean_text(table.title)}: {where}; needs " + ", ".join(f"\\usepackage{{{p}}}" for p in PACKAGES)
-    body = _long(parts, caption, label, layout) if long else _float(parts, caption, label, layout)
-    note = f"\\par\\smallskip{{\\footnotesize\\raggedright {paper_text(said)}\\par}}\n" if said else ""
+    under = f"\\par\\smallskip{{\\footnotesize\\raggedright {paper_text(note)}\\par}}\n" if note else ""
     if long:
-        return f"{head}\n\\begingroup\\footnotesize\n{body}{note}\\endgroup\n"
-    return f"{head}\n{body}{note}\\end{{{layout.environment}}}\n"
+        return f"{head}\n\\begingroup\\footnotesize\n{_long(parts, caption, label, layout, groups)}{under}\\endgroup\n"
+    if not separate:
+        return f"{head}\n{_float(parts, caption, label, layout, groups)}{under}\\end{{{layout.environment}}}\n"
+    floats = [
+        _float([part], caption if not index else f"{caption} (continued)", label if not index else "", layout, groups)
+        + (under if part is parts[-1] else "")
+        + f"\\end{{{layout.environment}}}\n"
+        for index, part in enumerate(parts)
+    ]
+    return head + "\n" + "".join(floats)
 
 
-def _float(parts: list[list[Cell]], caption: str, label: str, layout: Layout) -> str:
+def _legend(shown: Sequence[Shown]) -> str:
+    """What the shown columns mean, in their order, each named by its header here (a rate and its interval by
+    theirs together); neighbours sharing a meaning are named "first ... last"."""
+    entries = []
+    for description, same in groupby(shown, key=lambda s: s.description):
+        if description:
+            headers = [s.header for s in same]
+            named = headers[0] if len(headers) == 1 else f"{headers[0]} ... {headers[-1]}"
+            entries.append(f"{named}: {description}")
+    return " ".join(entries)
+
+
+def _float(parts: list[list[Cell]], caption: str, label: str, layout: Layout, groups: Sequence[str]) -> str:
+    """A float of the parts, up to its note; without a label: a further part of a table, with its number."""
     lines = [
         f"\\begin{{{layout.environment}}}[tbp]",
         "\\centering",
+        *([] if label else ["\\addtocounter{table}{-1}"]),
         f"\\caption{{{caption}}}",
-        f"\\label{{{label}}}",
+        *([f"\\label{{{label}}}"] if label else []),
         "\\footnotesize",
         f"\\setlength{{\\tabcolsep}}{{{layout.tabcolsep:g}pt}}",
     ]
     for index, part in enumerate(parts):
-        tabular = _tabular(part, _spec(part, "X"))
+        tabular = _tabular(part, _spec(part, "X"), groups)
         if index:
             lines.append("\\par\\medskip")
         lines.append(tabular.rstrip("\n"))
     return "\n".join(lines) + "\n"
 
 
-def _long(parts: list[list[Cell]], caption: str, label: str, layout: Layout) -> str:
+def _long(parts: list[list[Cell]], caption: str, label: str, layout: Layout, groups: Sequence[str]) -> str:
     chunks = [f"\\setlength{{\\tabcolsep}}{{{layout.tabcolsep:g}pt}}"]
     for index, part in enumerate(parts):
         share = math.floor(_prose_width(part, layout) / layout.width * 1000) / 1000
@@ -334,7 +395,7 @@ def _long(parts: list[list[Cell]], caption: str, label: str, layout: Layout) -> 
         if index:  # a further part of the same table: no new number, no second label
             chunks.append("\\addtocounter{table}{-1}")
         spec = _spec(part, f"p{{{share:g}\\linewidth}}")
-        text = _longtable(part, spec, title, None if index else label)
+        text = _longtable(part, spec, title, None if index else label, groups)
         chunks.append(text.rstrip("\n"))
     return "\n".join(chunks) + "\n"
 

@@ -553,12 +553,14 @@ def _cost(a: _RunArrays, rows: np.ndarray) -> Cost:
 
 
 def _max_k(runs: pd.DataFrame, keys: tuple[str, ...]) -> int:
-    """k runs up to the fewest judged trials of any cell (the matrix's trial count), at most MAX_K."""
+    """k runs up to the most any group allows, at most MAX_K: a group allows the fewest judged trials of its own cells,
+    so one mode's unanswered reviews do not lower k for every mode (that group's pass^k beyond is undefined, NaN)."""
     judged = runs.loc[judged_mask(runs)]
     if judged.empty:
         return 0
     sizes = judged.groupby([*dict.fromkeys([*keys, *CELL])], observed=True).size()
-    return int(min(sizes.min(), MAX_K))
+    allowed = sizes.groupby(level=list(range(len(keys))), observed=True).min()
+    return int(min(allowed.max(), MAX_K))
 
 
 def _key(value: object) -> tuple[str, ...]:

@@ -253,17 +253,18 @@ def _interval(test: PairedTest) -> str:
 
 
 PAIRED_COLUMNS: tuple[Column[PairedTest], ...] = (
-    Column("mode A", "text", lambda t: t.mode_a),
-    Column("mode B", "text", lambda t: t.mode_b),
-    Column("metric", "text", lambda t: t.metric),
+    # keys: every part of a table split for width names the pair and the metric its p-values belong to
+    Column("mode A", "text", lambda t: t.mode_a, key=True),
+    Column("mode B", "text", lambda t: t.mode_b, key=True),
+    Column("metric", "text", lambda t: t.metric, key=True),
     Column("pairs", "int", lambda t: t.pairs, "runs of A and B on the same story, trial, policy and model."),
     Column("stories", "int", lambda t: t.stories),
     Column("A", "pct", lambda t: _value(t, t.rate_a), "the rate, or for latency the mean seconds, over the pairs;"),
     Column("B", "pct", lambda t: _value(t, t.rate_b), "likewise."),
     Column("A only", "int", lambda t: t.only_a, "discordant pairs: A succeeded and B did not;"),
     Column("B only", "int", lambda t: t.only_b, "the other way round."),
-    Column("B - A", "pct", lambda t: _value(t, t.difference)),
-    Column("95% CI", "ci", _interval),
+    Column("B - A", "pct", lambda t: _value(t, t.difference), narrow=True),
+    Column("95% CI", "ci", _interval, narrow=True, interval_of="B - A"),
     Column(
         "p",
         "p",
@@ -271,7 +272,7 @@ PAIRED_COLUMNS: tuple[Column[PairedTest], ...] = (
         "exact two-sided McNemar test (binomial on the discordant pairs); for latency, a two-sided sign-flip "
         "permutation test on the per-story mean differences.",
     ),
-    Column("p Holm", "p", lambda t: t.p_holm),
+    Column("p Holm", "p", lambda t: t.p_holm, narrow=True),
 )
 
 

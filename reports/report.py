@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal, get_args
 
@@ -186,17 +186,17 @@ def build_report(
         intro += "; stop-correctness per mode x scenario"
     # The headline first, then the figures, then every grouping's tables (its headline only where not shown yet).
     sections = [Section("Summary", [tbl.main_table(metrics[by])], [])]
+    models = events["model"].nunique()
     for g in groupings:
         lead = mode_tables if g == "mode" else []
         main = [] if g == by else [tbl.main_table(metrics[g])]
         paired = [paired_table(runs)] if g == "mode" else []  # modes on matched cells: the per-mode section's last
-        sections.append(
-            Section(
-                SECTION_TITLES[g],
-                [*main, *lead, tbl.violations_table(metrics[g]), *tbl.full_tables(metrics[g]), *paired],
-                [],
-            )
-        )
+        # Several models in a grouping without them: every table says its rows pool them (paired: per model already)
+        pooled = f"pooled over {models} models" if models > 1 and "model" not in GROUP_KEYS[g] else ""
+        tables = [*main, *lead, tbl.violations_table(metrics[g]), *tbl.full_tables(metrics[g])]
+        if pooled:
+            tables = [replace(t, title=f"{t.title}, {pooled}") for t in tables]
+        sections.append(Section(SECTION_TITLES[g] + (f", {pooled}" if pooled else ""), [*tables, *paired], []))
     warnings = skip_warnings(traces)
     header = status_lines(traces)
     meta = [*_meta(traces, runs, prices), *header]

@@ -16,7 +16,7 @@ from typing import Any, Generic, Literal, TypeVar
 from tabulate import tabulate
 
 from harness.errors import ERROR_KINDS, INFRASTRUCTURE_ERRORS
-from harness.records.verdicts import GLOSSARY, NARROW_VERDICTS, RARE_VERDICTS, label
+from harness.records.verdicts import GLOSSARY, RARE_VERDICTS, label
 from harness.terminal import fit_table
 from modes import MODES, Mode
 from reports.clustered import DESCRIPTION as CLUSTER_DESCRIPTION
@@ -83,6 +83,9 @@ class Column(Generic[R]):
     # enough for the one-column LaTeX variant (reports/latex.py), which keeps the key and narrow columns.
     narrow: bool = False
     key: bool = False
+    # The header of the rate this column is the interval of (a "ci" column, or a low / high bound): LaTeX sets
+    # the rate and its interval in one cell, so a split for width never parts them.
+    interval_of: str = ""
 
     @property
     def numeric(self) -> bool:
@@ -359,6 +362,7 @@ HEADLINE_COLUMNS: tuple[Column[Headline], ...] = (
         unless_not_applicable(lambda h: interval(h.stop_ci.low, h.stop_ci.high)),
         f"cluster bootstrap over stories ({RESAMPLES} resamples, seed {SEED}), never narrower than Wilson's "
         "(docs/metrics.md: intervals).",
+        interval_of="stop-correct",
     ),
     Column(
         "oracle passed",
@@ -374,7 +378,13 @@ HEADLINE_COLUMNS: tuple[Column[Headline], ...] = (
         "runs that stopped at the right place but broke a value or argument rule on the way (early, late, or "
         "correct with the oracle failed; docs/metrics.md: stop verdicts).",
     ),
-    Column(PASS_K, "pct", unless_not_applicable(lambda h: h.pass_k)),
+    Column(
+        PASS_K,
+        "pct",
+        unless_not_applicable(lambda h: h.pass_k),
+        "the chance that k judged trials of a cell all stop correctly, averaged over cells (tau-bench); undefined "
+        "where a cell of the row has fewer than k.",
+    ),
     Column(
         "unauthorized",
         "int",
@@ -461,7 +471,8 @@ def _verdict_share(verdict: str) -> Callable[[GroupMetrics], float]:
 
 VERDICTS_COLUMNS: tuple[Column[GroupMetrics], ...] = (
     Column("judged (n)", "int", lambda g: g.judged, narrow=True),
-    *(Column(label(v), "int", _verdict_count(v), narrow=v in NARROW_VERDICTS) for v in JUDGED_VERDICTS),
+    # every count in the one-column variant too, so a row's counts add up to its n
+    *(Column(label(v), "int", _verdict_count(v), narrow=True) for v in JUDGED_VERDICTS),
     *(Column(f"{label(v)} %", "pct", _verdict_share(v)) for v in JUDGED_VERDICTS),
     Column("infrastructure", "int", lambda g: g.infrastructure, "not judged."),
     Column("no verdict", "int", lambda g: g.unverdicted, "traces older than verdicts."),
@@ -529,6 +540,8 @@ def _example(v: ViolationCount, with_source: bool) -> str:
     return f"{v.example_run} ({v.example_source})" if with_source else v.example_run
 
 
+WILSON = "Wilson's 95% interval, as if runs were independent."
+CLUSTERED = f"{CLUSTER_DESCRIPTION}."
 CORRECTNESS_COLUMNS: tuple[Column[GroupMetrics], ...] = (
     Column("runs", "int", lambda g: g.runs),
     Column("incomplete", "int", lambda g: g.incomplete),
@@ -537,17 +550,17 @@ CORRECTNESS_COLUMNS: tuple[Column[GroupMetrics], ...] = (
     Column("judged (n)", "int", lambda g: g.judged, narrow=True),
     Column("stop-correct", "int", lambda g: g.stop.successes),
     Column("rate", "pct", unless_not_applicable(lambda g: g.stop.rate), narrow=True),
-    Column("95% low", "pct", lambda g: g.stop.low),
-    Column("95% high", "pct", lambda g: g.stop.high),
+    Column("95% low", "pct", lambda g: g.stop.low, WILSON, interval_of="rate"),
+    Column("95% high", "pct", lambda g: g.stop.high, WILSON, interval_of="rate"),
     Column("oracle passed", "pct", unless_not_applicable(lambda g: g.oracle.rate), narrow=True),
-    Column("oracle 95% low", "pct", lambda g: g.oracle.low),
-    Column("oracle 95% high", "pct", lambda g: g.oracle.high),
+    Column("oracle 95% low", "pct", lambda g: g.oracle.low, interval_of="oracle passed"),
+    Column("oracle 95% high", "pct", lambda g: g.oracle.high, interval_of="oracle passed"),
     Column("stories", "int", lambda g: g.stop_clustered.clusters),
-    Column("cluster 95% low", "pct", lambda g: g.stop_clustered.low, narrow=True),
-    Column("cluster 95% high", "pct", lambda g: g.stop_clustered.high, narrow=True),
-    Column("oracle cluster 95% low", "pct", lambda g: g.oracle_clustered.low),
-    Column("oracle cluster 95% high", "pct", lambda g: g.oracle_clustered.high),
-    Column("interval", "text", lambda g: g.stop_clustered.method),
+    Column("cluster 95% low", "pct", lambda g: g.stop_clustered.low, CLUSTERED, True, interval_of="rate"),
+    Column("cluster 95% high", "pct", lambda g: g.stop_clustered.high, CLUSTERED, True, interval_of="rate"),
+    Column("oracle cluster 95% low", "pct", lambda g: g.oracle_clustered.low, interval_of="oracle passed"),
+    Column("oracle cluster 95% high", "pct", lambda g: g.oracle_clustered.high, interval_of="oracle passed"),
+    Column("interval", "text", lambda g: g.stop_clustered.method, "how the stop-correct one was found."),
 )
 
 
@@ -555,9 +568,7 @@ def correctness_table(metrics: Metrics) -> Table[GroupMetrics]:
     about = (
         "Over judged runs: runs with a summary, minus those not judged (infrastructure; unanswered reviews: runs "
         "stopped at their mode's own plan review, which no one answers without an approver, so rate n/a when "
-        "every run did). 95% low/high: Wilson's "
-        f"interval, as if runs were independent; cluster 95% low/high: {CLUSTER_DESCRIPTION}. interval: how the "
-        "stop-correct one was found."
+        "every run did)."
     )
     return Table(
         f"correctness_by_{metrics.grouping}",
@@ -580,7 +591,8 @@ def pass_k_columns(max_k: int) -> tuple[Column[GroupMetrics], ...]:
 def pass_k_table(metrics: Metrics) -> Table[GroupMetrics]:
     about = (
         "pass^k (tau-bench): per cell (scenario, model, gateway policy), C(c,k)/C(n,k) with c stop-correct "
-        "of n judged trials, averaged over cells."
+        "of n judged trials, averaged over cells; undefined where a cell of the row has fewer than k judged trials "
+        "(an unanswered plan review leaves a cell fewer)."
     )
     return Table(
         f"pass_k_by_{metrics.grouping}",
@@ -652,10 +664,17 @@ def _blocked_for(reason: str) -> Callable[[GroupMetrics], int | None]:
 
 
 NARROW_BLOCKS = ("gate", "precondition", "role")  # the reasons the one-column variant keeps
+BLOCK_MEANINGS = {  # what each reason's column counts, said under the tables that show it
+    "gate_closed": "approval not given;",
+    "precondition": "required artifacts missing;",
+    "not_permitted": "the agent's role may not call it;",
+    "not_allowed": "not offered at that point;",
+    "sensitive_input": "the input scanner found card data, an id or a key;",
+}
 BLOCKED_COLUMNS: tuple[Column[GroupMetrics], ...] = (
     Column("blocked", "int", lambda g: g.side_effects_blocked, narrow=True),
     *(
-        Column(label, "int", _blocked_for(reason), narrow=reason in NARROW_BLOCKS)
+        Column(label, "int", _blocked_for(reason), BLOCK_MEANINGS.get(reason, ""), narrow=reason in NARROW_BLOCKS)
         for reason, label in BLOCK_REASONS.items()
     ),
     Column("other", "int", lambda g: g.blocked_other),
@@ -663,12 +682,7 @@ BLOCKED_COLUMNS: tuple[Column[GroupMetrics], ...] = (
 
 
 def blocked_table(metrics: Metrics) -> Table[GroupMetrics]:
-    about = (
-        "Attempts the gateway refused, by its reason: gate (approval not given), precondition (required "
-        "artifacts missing), role (the agent's role may not call it), allowlist (not offered at that point), "
-        "invalid args, unknown action, not an action, sensitive input (the input scanner found card data, an id "
-        "or a key). Judged runs only."
-    )
+    about = "Attempts the gateway refused, by its reason; judged runs only."
     return Table(
         f"blocked_by_{metrics.grouping}",
         "Blocked attempts by reason",
@@ -688,16 +702,17 @@ COST_COLUMNS: tuple[Column[GroupMetrics], ...] = tuple(
         f"{name} {statistic}",
         "num",
         _spread_of(attribute, statistic),
+        meaning,
         narrow=statistic == "mean" and name in NARROW_COST,
     )
-    for name, attribute in (
-        ("steps", "steps"),
-        ("model calls", "llm_calls"),
-        ("prompt tokens", "prompt_tokens"),
-        ("completion tokens", "completion_tokens"),
-        ("reasoning tokens", "reasoning_tokens"),
-        ("cached tokens", "cached_tokens"),
-        ("total tokens", "total_tokens"),
+    for name, attribute, meaning in (
+        ("steps", "steps", ""),
+        ("model calls", "llm_calls", ""),
+        ("prompt tokens", "prompt_tokens", ""),
+        ("completion tokens", "completion_tokens", ""),
+        ("reasoning tokens", "reasoning_tokens", "part of the completion tokens."),
+        ("cached tokens", "cached_tokens", "part of the prompt tokens."),
+        ("total tokens", "total_tokens", ""),
     )
     for statistic in ("mean", "p50")
 )
@@ -725,11 +740,11 @@ PRICE_COLUMNS: tuple[Column[GroupMetrics], ...] = (  # with --prices only
 
 
 def cost_table(metrics: Metrics) -> Table[GroupMetrics]:
-    about = "Per complete run. Reasoning tokens are part of the completion tokens, cached tokens part of the prompt."
+    about = "Per complete run."
     if metrics.priced:
         unpriced = sorted({m for g in metrics.groups if g.cost for m in g.cost.unpriced_models})
         about += (
-            " USD from --prices (per 1M tokens: input, output, cached input); USD / run over priced runs; "
+            " USD from the price table given (per 1M tokens: input, output, cached input); USD / run over priced runs; "
             "a total with an unpriced run is unpriced."
         )
         if unpriced:
@@ -776,7 +791,13 @@ ERRORS_COLUMNS: tuple[Column[GroupMetrics], ...] = (
     Column("error rate", "pct", lambda g: g.error_rate, narrow=True),
     Column("infra runs", "int", lambda g: g.infrastructure),
     Column("infra rate", "pct", lambda g: g.infrastructure_rate, narrow=True),
-    Column("mode error rate", "pct", lambda g: g.mode_error_rate, narrow=True),
+    Column(
+        "mode error rate",
+        "pct",
+        lambda g: g.mode_error_rate,
+        "judged runs ended by an error (parse, schema, workflow).",
+        narrow=True,
+    ),
 )
 
 
@@ -791,8 +812,8 @@ def _seen(kind: str) -> Callable[[GroupMetrics], int]:
 def error_kind_columns(kinds: Sequence[str]) -> tuple[Column[GroupMetrics], ...]:
     """Per error kind: the share of runs it ended, then how often it was seen."""
     return (
-        *(Column(f"ended by {k}", "pct", _ended_by(k)) for k in kinds),
-        *(Column(f"{k} seen", "int", _seen(k)) for k in kinds),
+        *(Column(f"ended by {k}", "pct", _ended_by(k), "share of runs ended by that kind.") for k in kinds),
+        *(Column(f"{k} seen", "int", _seen(k), "error events of that kind, retried attempts included.") for k in kinds),
     )
 
 
@@ -801,8 +822,7 @@ def errors_table(metrics: Metrics, every_kind: bool = False) -> Table[GroupMetri
     infra = ", ".join(k for k in ERROR_KINDS if k in INFRASTRUCTURE_ERRORS)
     about = (
         f"Infrastructure kinds ({infra}) never count against a mode: those runs are out of every correctness "
-        "denominator. mode error rate: judged runs ended by an error (parse, schema, workflow). "
-        "ended by K: share of runs ended by K. K seen: error events of kind K, retried attempts included."
+        "denominator."
     )
     return Table(
         f"errors_by_{metrics.grouping}",

@@ -72,8 +72,9 @@ class RunTally:
         from reports.stats import pass_hat_k, wilson
         from reports.tables import Headline, headline_table, to_terminal
 
-        judged_cells = [n for g in self._groups.values() for _, n in g.cells.values()]
-        k = min(min(judged_cells), 20) if judged_cells else 0
+        # k as in bench report (reports.metrics): the most any row allows, a row the fewest judged trials of its cells
+        allowed = [min(n for _, n in g.cells.values()) for g in self._groups.values() if g.cells]
+        k = min(max(allowed), 20) if allowed else 0
         order = sorted(self._groups, key=lambda key: (key[0], getattr(MODES.get(key[1]), "spectrum", 99), key))
         several = len({model for model, _, _ in order}) > 1  # then a row per model and mode, as bench report's
         rows = []

@@ -1,6 +1,8 @@
 """Every LaTeX table of a report set in a 10 pt two-column article, as a paper would: nothing overfull, no float too
-large for its page, no type below 6 pt. The narrow variants go in one column, the full-width ones across both,
-the long ones (longtable) on one-column pages at the end."""
+large for its page, no type below 6 pt, the tables a paper's body cites never longtables, no narrow table without
+the numbers its full one has, no rate parted from its interval. The narrow variants go in one column, the
+full-width ones across both, the long ones (longtable) on one-column pages at the end. Run on the committed
+recording and on a scripted folder of two models."""
 
 from __future__ import annotations
 
@@ -16,11 +18,16 @@ from harness.models import RECORDED_MODEL
 from reports.latex import LONG_ROWS, PACKAGES, WIDE, latex_files, to_latex
 from reports.report import build_report
 from reports.tables import Column, Table
+from tests.helpers.bench import bench_in_process
 
 AUDIT = RECORDED_MODEL.with_name("smollm2-135m-audit")
 MIN_FONT_PT = 6.0
 OVERFULL_PT = 1.0
 REFERENCE = "ZZSIXPOINTREF"  # a word set at exactly 6 pt: what the smallest allowed type measures in the PDF
+# The tables a paper's body cites (a float in the two-column text, never a longtable): headline, verdicts,
+# correctness and pass^k per mode or per model, both variants.
+BODY = re.compile(r"(main|verdicts|correctness|pass_k)_by_(mode|model)(_narrow)?")
+TWO_MODEL_STORIES = "blog_brief_approval,bank_transfer_compliance,data_migration,gdpr_erasure"
 
 
 @pytest.fixture(scope="module")
@@ -30,9 +37,21 @@ def latex_report(tmp_path_factory) -> Path:
     return out / "tables"
 
 
+@pytest.fixture(scope="module")
+def two_model_report(tmp_path_factory) -> Path:
+    """A scripted folder of two models (every mode, four stories, two trials) and its report's tables."""
+    folder = tmp_path_factory.mktemp("two-models") / "run"
+    args = ["--model", "scripted:reference", "--model", "scripted:eager", "--trials", "2", "-s", TWO_MODEL_STORIES]
+    done = bench_in_process("run", *args, "--out", str(folder))
+    assert done.returncode == 0, done.stderr
+    build_report([folder], folder / "report", formats=("latex",))
+    return folder / "report" / "tables"
+
+
 def two_column_article(tables: list[Path]) -> str:
-    """The tables in a 10 pt two-column article: floats first (each pair on its pages), then the long ones."""
-    floats = [t for t in tables if "\\begin{longtable}" not in t.read_text()]
+    """The tables in a 10 pt two-column article: floats and the body's tables first (each pair on its pages), then
+    the long ones; a body table written as a longtable stops pdflatex there (longtable needs one column)."""
+    floats = [t for t in tables if "\\begin{longtable}" not in t.read_text() or BODY.fullmatch(t.stem)]
     longs = [t for t in tables if t not in floats]
     body = [f"{{\\fontsize{{6}}{{7}}\\selectfont {REFERENCE}}}\\par"]
     for index, table in enumerate(floats, start=1):
@@ -114,10 +133,40 @@ def problems(typeset_paper: Typeset, tables: list[Path]) -> list[str]:
     return found
 
 
+_SPEC = re.compile(r"\\begin\{(?:tabular|tabularx|longtable)\}(?:\{\\linewidth\})?\{@\{\}(.*)@\{\}\}")
+_ROW = re.compile(r"^(?!\\multicolumn)(.+ & .+) \\\\$", re.MULTILINE)
+
+
+def _numeric(text: str) -> bool:
+    """Whether any tabular of a table's file has a numeric (right-aligned) column."""
+    return any("r" in re.sub(r"\{[^{}]*\}|>", "", spec) for spec in _SPEC.findall(text))
+
+
+def layout_problems(tables: list[Path]) -> list[str]:
+    """What a paper cannot use as written: a body table that is a longtable, a narrow table without the numbers its
+    full one has, an interval in a cell of its own (parted from its rate by a split) or a bound in its own column."""
+    found = []
+    for table in tables:
+        text = table.read_text()
+        if BODY.fullmatch(table.stem) and "\\begin{longtable}" in text:
+            found.append(f"{table.name}: a longtable in the body")
+        wide = table.with_name(table.name.replace("_narrow.tex", ".tex"))
+        if table.stem.endswith("_narrow") and wide.exists() and _numeric(wide.read_text()) and not _numeric(text):
+            found.append(f"{table.name}: a narrow table without a numeric column")
+        for row in _ROW.findall(text):
+            cells = [cell.strip() for cell in row.split(" & ")]
+            if any(cell.startswith("[") for cell in cells):
+                found.append(f"{table.name}: an interval apart from its rate: {row[:80]}")
+            if any(re.search(r"95\\% (low|high)", cell) for cell in cells):
+                found.append(f"{table.name}: an interval's bound in a column of its own: {row[:80]}")
+    return sorted(set(found))
+
+
 def test_every_table_fits_a_two_column_article_unscaled(latex_report, tmp_path):
     tables = sorted(latex_report.glob("*.tex"))
     narrow = [t for t in tables if t.stem.endswith("_narrow")]
     assert len(tables) > 40 and len(narrow) * 2 == len(tables)  # every table in both variants
+    assert layout_problems(tables) == []
     paper = typeset(tmp_path, two_column_article(tables))
     assert problems(paper, tables) == []
     assert "\\begin{table*}" in (latex_report / "verdicts_by_mode.tex").read_text()
@@ -203,3 +252,32 @@ def test_captions_and_notes_set_math_and_drop_pointers_into_the_docs():
     text = to_latex(table, context="n = 1,434 judged runs")
     assert "mode $\\times$ policy" in text and "$n = 1{,}434$" in text
     assert "README" not in text and "docs/" not in text and "as runs." in text
+
+
+def test_a_two_model_folder_fits_a_two_column_article_with_its_models_as_group_rows(two_model_report, tmp_path):
+    tables = sorted(two_model_report.glob("*.tex"))
+    assert layout_problems(tables) == []
+    paper = typeset(tmp_path, two_column_article(tables))
+    assert problems(paper, tables) == []
+    headline = (two_model_report / "main_by_model.tex").read_text()
+    assert "\\begin{table*}" in headline and "\\begin{longtable}" not in headline
+    groups = re.findall(r"\\multicolumn\{\d+\}\{@\{\}l\}\{\\itshape model: (scripted:\w+)\}", headline)
+    assert set(groups) == {"scripted:eager", "scripted:reference"}
+    assert "& model &" not in headline and "model & mode" not in headline  # the models are rows, not a column
+    pooled = (two_model_report / "verdicts_by_mode.tex").read_text()
+    assert "pooled over 2 models" in pooled.split("\\caption{", 1)[1].split("\n", 1)[0]
+
+
+def test_the_layout_checks_catch_a_longtable_in_the_body_an_empty_narrow_table_and_a_parted_interval(tmp_path):
+    (tmp_path / "main_by_model.tex").write_text("\\begin{longtable}{@{}lr@{}}\nworkflow & 4 \\\\\n\\end{longtable}\n")
+    (tmp_path / "cost_by_mode.tex").write_text("\\begin{tabular}{@{}lr@{}}\nworkflow & 4.0 \\\\\n\\end{tabular}\n")
+    (tmp_path / "cost_by_mode_narrow.tex").write_text(
+        "\\begin{tabular}{@{}ll@{}}\nworkflow & enforce \\\\\n\\end{tabular}\n"
+    )
+    parted = "\\begin{tabular}{@{}lr@{}}\nworkflow & [74.2, 100.0] \\\\\nmode & 95\\% low \\\\\n\\end{tabular}\n"
+    (tmp_path / "parted.tex").write_text(parted)
+    found = layout_problems(sorted(tmp_path.glob("*.tex")))
+    assert any(p.startswith("main_by_model.tex: a longtable in the body") for p in found)
+    assert any(p.startswith("cost_by_mode_narrow.tex: a narrow table without a numeric column") for p in found)
+    assert any(p.startswith("parted.tex: an interval apart from its rate") for p in found)
+    assert any(p.startswith("parted.tex: an interval's bound in a column of its own") for p in found)
