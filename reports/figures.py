@@ -62,6 +62,7 @@ class Size:
 
     width: float
     suffix: str
+    page: float = 99.0  # the tallest the figure may be: the venue's text height less room for a caption
 
     @property
     def column(self) -> bool:
@@ -92,12 +93,19 @@ class Size:
 # ACM's acmart sigconf 506.295 pt and 241.14 pt, a 10 pt two-column article 469.75 pt and 229.87 pt.
 VENUES: dict[str, tuple[float, float]] = {"ieee": (7.13, 3.48), "acm": (7.0, 3.33), "article": (6.49, 3.18)}
 VENUE = "ieee"  # the default (docs/metrics.md: figures at print size)
+# A venue's text height in inches, rounded down: the article's \textheight as pdflatex sets it on letter paper
+# (550 pt); IEEE's and ACM's from their letter-paper margins (IEEE conference: 0.75 in top, 1 in bottom; acmart
+# sigconf: 57 pt top, 73 pt bottom with the running head and foot inside, less those).
+PAGE_HEIGHTS: dict[str, float] = {"ieee": 9.25, "acm": 8.6, "article": 7.6}
+CAPTION_ROOM = 0.75  # inches of a page a figure leaves for its caption and the space around it
+MIN_ROW = 0.16  # inches: a group's row is never squeezed below this to fit a page (its name and bar stay legible)
 
 
 def sizes(venue: str = VENUE) -> tuple[Size, Size]:
     """The full-width and one-column print sizes of ``venue`` (a key of VENUES)."""
     text, column = VENUES[venue]
-    return Size(text, ""), Size(column, "_column")
+    page = PAGE_HEIGHTS[venue] - CAPTION_ROOM
+    return Size(text, "", page), Size(column, "_column", page)
 
 
 DOUBLE, COLUMN = sizes()  # the default venue's: a two-column paper's text width (and the HTML page's), one column
@@ -159,8 +167,11 @@ def to_bytes(figure: Figure, fmt: str, dpi: float | None = None) -> bytes:
 
 def _height(groups: int, size: Size, base: float = 1.5) -> float:
     """Inches for ``groups`` rows plus the title, axis and legend; one column wide those wrap onto more lines, so a
-    figure of a few groups must still leave its axes room (else the layout collapses)."""
-    return base + (1.4 if size.column else 0.0) + size.row * max(groups, 1)
+    figure of a few groups must still leave its axes room (else the layout collapses). Rows taller than the page
+    allows (two models' panels one column wide) are squeezed to fit it, never below MIN_ROW."""
+    fixed = base + (1.4 if size.column else 0.0)
+    rows = max(groups, 1)
+    return fixed + max(min(size.row * rows, size.page - fixed), MIN_ROW * rows)
 
 
 def _wrap(text: str, size: Size, points: float = FONT) -> str:
@@ -196,7 +207,7 @@ def _panels(metrics: Metrics, size: Size, base: float = 1.5) -> tuple[Figure, li
     several; one panel is titled with its n alone."""
     parts = facets(metrics)
     sizes = [max(len(part.groups), 1) for _, part in parts]
-    fig = _new(_height(sum(sizes), size, base=base) + 0.3 * (len(parts) - 1), size)
+    fig = _new(_height(sum(sizes), size, base=base + 0.3 * (len(parts) - 1)), size)
     axes = fig.subplots(len(parts), 1, sharex=True, height_ratios=sizes, squeeze=False)[:, 0]
     for ax, (model, part) in zip(axes, parts, strict=True):
         n = f"n = {sum(g.judged for g in part.groups)} judged runs"

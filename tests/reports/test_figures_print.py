@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 from typing import get_args
 
@@ -251,3 +252,20 @@ def test_share_axes_run_past_100_percent_and_small_groups_are_drawn_lighter():
     alphas = [patch.get_alpha() for patch in ax.patches[: len(small)]]
     assert [a == figs.LIGHT for a in alphas] == small
     assert f"lighter: n < {figs.MIN_N}" in ax.get_xlabel().replace("\n", " ")
+
+
+@pytest.mark.parametrize("venue", sorted(figs.VENUES))
+def test_two_models_one_column_wide_fit_the_venues_page(venue):
+    traces = load_traces([RECORDED_MODEL])
+    prepared = prepare(traces)
+    one = compute(traces, "model", prepared=prepared)
+    other = [replace(g, key=("another-model", *g.key[1:])) for g in one.groups]  # the same groups, a second model
+    two = replace(one, groups=[*one.groups, *other])
+    context = figure_context(prepared.runs, two)
+    column = figs.sizes(venue)[1]
+    for make in (figs.verdicts, figs.stop_correctness):
+        plot = make(two, context, column)
+        height = plot.figure.get_size_inches()[1]
+        assert len(plot.figure.axes) == 2  # a panel per model
+        assert height <= figs.PAGE_HEIGHTS[venue] - figs.CAPTION_ROOM, (plot.name, height)
+        assert height >= figs.MIN_ROW * len(two.groups)  # squeezed, never below a legible row
