@@ -23,7 +23,7 @@ from harness.records.manifest import read_manifest
 from harness.records.trace import TraceEvent, read_events
 from harness.scenario.load import load_all
 from modes import MODES
-from tests.helpers.bench import ROOT, SCENARIOS, bench_child, bench_process, wait_for
+from tests.helpers.bench import ROOT, SCENARIOS, bench_child, bench_in_process, bench_process, wait_for
 
 
 def test_a_second_run_on_a_locked_folder_exits_2_naming_the_holder(tmp_path):
@@ -43,11 +43,11 @@ def test_a_second_run_on_a_locked_folder_exits_2_naming_the_holder(tmp_path):
         str(out),
     ) as first:
         wait_for(lambda: traces.exists() and traces.stat().st_size > 0, what="the first run's trace", process=first)
-        second = bench_process("run", "--model", "scripted:eager", "--out", str(out))
+        second = bench_in_process("run", "--model", "scripted:eager", "--out", str(out))
         assert second.returncode == 2
         (line,) = second.stderr.strip().splitlines()
         assert "locked by bench pid" in line and str(first.pid) in line
-        replacing = bench_process("run", "--model", "scripted:eager", "--out", str(out), "--replace")
+        replacing = bench_in_process("run", "--model", "scripted:eager", "--out", str(out), "--replace")
         assert replacing.returncode == 2 and "locked by bench pid" in replacing.stderr
         first.send_signal(signal.SIGINT)
         first.communicate(timeout=60)
@@ -60,20 +60,20 @@ def test_replace_refuses_a_folder_that_holds_no_bench_run_and_deletes_nothing(tm
     precious.mkdir()
     (precious / "thesis.tex").write_text("five years of work")
     (precious / "data").mkdir()
-    result = bench_process("run", "--model", "scripted:eager", "--out", str(precious), "--replace")
+    result = bench_in_process("run", "--model", "scripted:eager", "--out", str(precious), "--replace")
     assert result.returncode == 2
     (line,) = result.stderr.strip().splitlines()
     assert "does not hold a bench run" in line
     assert sorted(p.name for p in precious.iterdir()) == ["data", "thesis.tex"]
     assert (precious / "thesis.tex").read_text() == "five years of work"
-    plain = bench_process("run", "--model", "scripted:eager", "--out", str(precious))
+    plain = bench_in_process("run", "--model", "scripted:eager", "--out", str(precious))
     assert plain.returncode == 2 and "not empty" in plain.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mine"]
 
 
 def test_an_interrupted_replace_leaves_the_old_run_whole(tmp_path):
     target = tmp_path / "target"
-    first = bench_process(
+    first = bench_in_process(
         "run",
         "--model",
         "scripted:eager",
@@ -106,7 +106,7 @@ def test_out_folders_that_cannot_be_used_are_one_line_errors(tmp_path):
         (Path("/proc/bench-run"), "cannot write there"),
         (Path("."), "not empty"),
     ):
-        result = bench_process("run", "--model", "scripted:eager", "--out", str(out))
+        result = bench_in_process("run", "--model", "scripted:eager", "--out", str(out))
         assert result.returncode == 2, result.stderr
         (line,) = result.stderr.strip().splitlines()
         assert words in line and "Traceback" not in result.stderr
