@@ -89,6 +89,7 @@ def _escape_char(ch: str, breakable: bool) -> str:
 # A note's pointer into the docs means nothing on paper: replaced by what it points to where that is short, else
 # dropped (the sentence around it says what it is).
 _DOC_POINTER = re.compile(r"\s*\((README|docs/[^:()]*)(?::\s*([^()]*))?\)")
+_INNER_POINTER = re.compile(r";\s*(?:README|docs/[^:()]*)(?::\s*[^()]*)?(?=\))")  # "(early, late; docs/x.md: y)"
 _POINTED_TO = {"stop verdicts": f": {GLOSSARY}"}
 _TIMES = re.compile(r"(?<=\S) x (?=\S)")  # "mode x policy", "10 modes x 12 stories"
 _N_EQUALS = re.compile(r"\b([nk]) = (\d[\d,]*)")  # "n = 434"
@@ -100,7 +101,8 @@ _CLI_CLAUSE = re.compile(r"[;,]?\s*\brun with --[^.;]*")  # "; run with --approv
 def paper_text(text: str) -> str:
     """Caption or note text for a paper: no pointers to the docs, no instructions to the CLI's user, math where it
     is math, escaped."""
-    text = _CLI_CLAUSE.sub("", _DOC_POINTER.sub(lambda m: _POINTED_TO.get(m.group(2) or "", ""), text))
+    text = _DOC_POINTER.sub(lambda m: _POINTED_TO.get(m.group(2) or "", ""), _INNER_POINTER.sub("", text))
+    text = _CLI_CLAUSE.sub("", text)
     escaped = latex_escape(text)
     escaped = _TIMES.sub(" $\\\\times$ ", escaped)
     return _N_EQUALS.sub(lambda m: f"${m.group(1)} = {m.group(2).replace(',', '{,}')}$", escaped)

@@ -247,11 +247,13 @@ def test_captions_and_notes_set_math_and_drop_pointers_into_the_docs():
         "Summary per mode x policy",
         (Column("n", "int", lambda r: 1, "judged runs (docs/metrics.md: intervals)."),),
         (object(),),
-        "Counted (README: stop verdicts) as runs.",
+        "Counted (README: stop verdicts) as runs (early, late; docs/metrics.md: stop verdicts); run with --approver "
+        "scripted:plan_reader to judge them.",
     )
     text = to_latex(table, context="n = 1,434 judged runs")
     assert "mode $\\times$ policy" in text and "$n = 1{,}434$" in text
-    assert "README" not in text and "docs/" not in text and "as runs." in text
+    assert "README" not in text and "docs/" not in text and "as runs (early, late)." in text
+    assert "approver" not in text  # no instructions to the CLI's user in a paper
 
 
 def test_a_two_model_folder_fits_a_two_column_article_with_its_models_as_group_rows(two_model_report, tmp_path):
