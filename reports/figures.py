@@ -445,48 +445,68 @@ def stop_correctness(metrics: Metrics, context: Context, size: Size = DOUBLE) ->
     return Plot("stop_correctness", "Stop-correctness with 95% intervals (cluster bootstrap over stories)", fig, size)
 
 
+STORIES_ACROSS = 13  # more stories than this: the heatmap turns (stories down the side)
+
+
 def heatmap(metrics: Metrics, context: Context, size: Size = DOUBLE) -> Plot:
-    """Mode x scenario: the stop-correct rate in colour, correct/judged written in each cell; a panel per policy."""
+    """Mode x scenario: the stop-correct rate in colour, correct/judged written in each cell; a panel per policy.
+
+    Up to thirteen stories they run across (a paper's text width holds about thirteen columns of a "5/5" each) and
+    the policies stack; a longer library turns the grid: stories down the side, modes across, the policies side by
+    side, so the figure keeps the text width and grows down the page instead of off its edge."""
     policies = list(dict.fromkeys(g.get("gateway_policy") for g in metrics.groups))
     modes = list(dict.fromkeys(g.mode for g in metrics.groups))
     scenarios = sorted({g.get("scenario") for g in metrics.groups})
     cells = {(g.get("gateway_policy"), g.mode, g.get("scenario")): g for g in metrics.groups}
-    # Policies stacked, scenarios across: a paper's text width holds about thirteen scenario columns of a
-    # "5/5" each; past that the figure widens rather than cramp its cells.
-    width = max(size.width, 1.8 + 0.42 * len(scenarios))
-    label_room = 0.06 * min(max(len(s) for s in scenarios), 28)
-    fig = _new(1.3 + len(policies) * (0.55 + 0.3 * len(modes)) + label_room, replace(size, width=width))
-    axes = fig.subplots(len(policies), 1, sharex=True, squeeze=False)[:, 0]
+    turned = len(scenarios) > STORIES_ACROSS
+    rows, columns = (scenarios, modes) if turned else (modes, scenarios)
+    if turned:
+        label_room = 0.06 * min(max(len(m) for m in modes), 28)
+        fig = _new(1.2 + label_room + 0.2 * len(scenarios), size)
+        axes = fig.subplots(1, len(policies), sharey=True, squeeze=False)[0, :]
+    else:
+        label_room = 0.06 * min(max(len(s) for s in scenarios), 28)
+        fig = _new(1.3 + len(policies) * (0.55 + 0.3 * len(modes)) + label_room, size)
+        axes = fig.subplots(len(policies), 1, sharex=True, squeeze=False)[:, 0]
     image = None
     for ax, policy in zip(axes, policies, strict=True):
-        grid = np.full((len(modes), len(scenarios)), np.nan)
-        for i, mode in enumerate(modes):
-            for j, scenario in enumerate(scenarios):
-                g = cells.get((policy, mode, scenario))
-                if g is not None and g.stop.n:
-                    grid[i, j] = g.stop.rate
+
+        def cell(i: int, j: int, policy: str = policy) -> GroupMetrics | None:
+            mode, scenario = (columns[j], rows[i]) if turned else (rows[i], columns[j])
+            return cells.get((policy, mode, scenario))
+
+        grid = np.full((len(rows), len(columns)), np.nan)
+        for i, j in np.ndindex(grid.shape):
+            g = cell(i, j)
+            if g is not None and g.stop.n:
+                grid[i, j] = g.stop.rate
         image = ax.imshow(np.ma.masked_invalid(grid), cmap="viridis", vmin=0, vmax=1, aspect="auto")
         ax.set_facecolor("#dddddd")  # cells without judged runs
-        for i, mode in enumerate(modes):
-            for j, scenario in enumerate(scenarios):
-                g = cells.get((policy, mode, scenario))
-                text = f"{g.stop.successes}/{g.stop.n}" if g is not None and g.stop.n else "–"
-                text = "n/a" if g is not None and g.not_applicable else text  # its own plan review, unanswered
-                dark = math.isnan(grid[i, j]) or grid[i, j] > 0.6
-                ax.text(j, i, text, ha="center", va="center", fontsize=SMALL, color="black" if dark else "white")
+        for i, j in np.ndindex(grid.shape):
+            g = cell(i, j)
+            text = f"{g.stop.successes}/{g.stop.n}" if g is not None and g.stop.n else "–"
+            text = "n/a" if g is not None and g.not_applicable else text  # its own plan review, unanswered
+            dark = math.isnan(grid[i, j]) or grid[i, j] > 0.6
+            ax.text(j, i, text, ha="center", va="center", fontsize=SMALL, color="black" if dark else "white")
+        across = 60 if turned else 35
         ax.set_xticks(
-            np.arange(len(scenarios)), [clean_text(s, 28) for s in scenarios], rotation=35, ha="right", fontsize=SMALL
+            np.arange(len(columns)), [clean_text(c, 28) for c in columns], rotation=across, ha="right", fontsize=SMALL
         )
-        ax.tick_params(axis="x", labelbottom=ax is axes[-1])
-        ax.set_yticks(np.arange(len(modes)), [clean_text(m, 28) for m in modes], fontsize=FONT)
+        if turned:
+            ax.xaxis.tick_top()
+            ax.set_xticklabels([clean_text(c, 28) for c in columns], rotation=across, ha="left", fontsize=SMALL)
+        else:
+            ax.tick_params(axis="x", labelbottom=ax is axes[-1])
+        ax.set_yticks(np.arange(len(rows)), [clean_text(r, 28) for r in rows], fontsize=SMALL if turned else FONT)
         judged = sum(g.stop.n for g in metrics.groups if g.get("gateway_policy") == policy)
-        ax.set_title(f"gateway {policy} · n = {judged} judged runs", fontsize=FONT)
+        ax.set_title(f"gateway {policy} · n = {judged} judged runs", fontsize=FONT, y=-0.04 if turned else 1.0,
+                     va="top" if turned else "baseline")  # fmt: skip
         ax.tick_params(length=0)
     if image is not None:
         bar = fig.colorbar(image, ax=list(axes), shrink=0.9, pad=0.02)
         bar.set_label("stop-correct rate", fontsize=FONT)
         bar.ax.tick_params(labelsize=SMALL)
-    _title(fig, "Stop-correctness per mode and scenario (cells: correct / judged)", context, replace(size, width=width))
+    _title(fig, "Stop-correctness per mode and scenario (cells: correct / judged)", context, size)
     return Plot("stop_correctness", "Stop-correctness per mode and scenario", fig, size)
 
 

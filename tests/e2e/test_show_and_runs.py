@@ -153,7 +153,10 @@ def test_show_selects_by_cell_or_by_a_unique_prefix(folders, monkeypatch, capsys
     "args, words",
     [
         (["--run", "nosuchrun"], ["no run matches --run nosuchrun", "without --run lists its runs"]),
-        (["--scenario", "nope"], ["no run matches --scenario nope", "scenarios: bank_transfer_compliance"]),
+        (
+            ["--scenario", "nope"],
+            ["no run matches --scenario nope", "scenarios: aircraft_release, bank_transfer_compliance"],
+        ),
         (["--mode", "react", "--trial", "9"], ["--mode react --trial 9", "trials: 1"]),
     ],
 )

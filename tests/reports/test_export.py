@@ -189,7 +189,7 @@ def test_the_cli_writes_inspect_logs_and_says_how_to_open_them(folder, tmp_path,
 @needs_inspect
 def test_an_exported_recording_opens_in_inspect_with_its_tokens_samples_and_conversations(tmp_path):
     """The committed recording through inspect's own reader: stats.model_usage holds bench's token totals, the
-    dataset counts the 12 stories once (24 samples over 2 epochs, not 24 x 2), each model call is a model event
+    dataset counts each story once (stories x trials samples over trials epochs, not that times trials again), each model call is a model event
     with the messages the recording holds, and the Messages tab has the prompts."""
     from inspect_ai.log import read_eval_log, resolve_sample_attachments
 
@@ -201,6 +201,7 @@ def test_an_exported_recording_opens_in_inspect_with_its_tokens_samples_and_conv
     calls = read_calls(recorded)
     assert calls is not None
     logs = [read_eval_log(str(file)) for file in export_inspect(recorded, tmp_path).files]
+    manifest = json.loads((recorded / "manifest.json").read_text())
     assert len(logs) == 10
     for log in logs:
         mode = log.eval.task
@@ -208,7 +209,9 @@ def test_an_exported_recording_opens_in_inspect_with_its_tokens_samples_and_conv
         usage = log.stats.model_usage["smollm2-135m"]
         assert usage.total_tokens == int(mine["total_tokens"].sum()) > 0
         assert usage.input_tokens == int(mine["prompt_tokens"].sum())
-        assert log.eval.dataset.samples == 12 and log.eval.config.epochs == 2 and len(log.samples or []) == 24
+        stories, trials = len(manifest["scenarios"]), manifest["trials"]
+        assert log.eval.dataset.samples == stories and log.eval.config.epochs == trials
+        assert len(log.samples or []) == stories * trials
         for condensed in log.samples or []:
             sample = resolve_sample_attachments(condensed)  # inspect stores a repeated prompt once, as an attachment
             expected = calls.calls.get((str(sample.id), mode, sample.epoch, "smollm2-135m"), [])

@@ -330,11 +330,16 @@ def test_recorded_enforce_and_audit_show_in_separate_rows():
     from harness.models import RECORDED_MODEL
 
     traces = load_traces([RECORDED_MODEL, RECORDED_MODEL.with_name("smollm2-135m-audit")])
-    recorded = json.loads((RECORDED_MODEL / "manifest.json").read_text())  # the recording's own modes
-    scenarios = recorded["scenarios"]
+    recorded = {
+        policy: json.loads((folder / "manifest.json").read_text())  # each recording's own matrix
+        for policy, folder in (("enforce", RECORDED_MODEL), ("audit", RECORDED_MODEL.with_name("smollm2-135m-audit")))
+    }
     keys = [g.key for g in compute(traces).groups]
-    assert ("react", "enforce") in keys and ("react", "audit") in keys and len(keys) == 2 * len(recorded["modes"])
-    assert all(g.runs == recorded["trials"] * len(scenarios) for g in compute(traces).groups)
+    assert ("react", "enforce") in keys and ("react", "audit") in keys
+    assert len(keys) == 2 * len(recorded["enforce"]["modes"])
+    for group in compute(traces).groups:
+        matrix = recorded[group.key[1]]
+        assert group.runs == matrix["trials"] * len(matrix["scenarios"]), group.key
 
 
 def test_a_run_without_a_declared_policy_takes_its_folders_manifest(tmp_path):
