@@ -189,8 +189,8 @@ def test_the_cli_writes_inspect_logs_and_says_how_to_open_them(folder, tmp_path,
 @needs_inspect
 def test_an_exported_recording_opens_in_inspect_with_its_tokens_samples_and_conversations(tmp_path):
     """The committed recording through inspect's own reader: stats.model_usage holds bench's token totals, the
-    dataset counts each story once (stories x trials samples over trials epochs, not that times trials again), each model call is a model event
-    with the messages the recording holds, and the Messages tab has the prompts."""
+    dataset counts each story once (stories x trials samples over trials epochs, not that times trials again), each
+    model call is a model event with the messages the recording holds, and the Messages tab has the prompts."""
     from inspect_ai.log import read_eval_log, resolve_sample_attachments
 
     from harness.models.run_calls import read_calls
