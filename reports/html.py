@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import html
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from reports.html_assets import STYLE
 from reports.runs_explorer import RunsTable, runs_section
@@ -44,7 +44,29 @@ def section_id(section: Section) -> str:
     return "section-" + re.sub(r"[^a-z0-9]+", "-", section.title.lower()).strip("-")
 
 
+HEADLINE_PREFIX = "main_by_"  # reports.tables.headline_table names each grouping's headline so
+
+
+def reader_first(table: Table) -> Table:
+    """A headline with what a reader looks for first right after its keys: the narrow columns (n, stop-correct,
+    oracle passed), an interval beside its rate; the rest after them in order, so a window of 800 px shows those
+    without scrolling. Any other table as it is."""
+    if not table.name.startswith(HEADLINE_PREFIX):
+        return table
+    columns = table.columns
+    lead: list[int] = []
+    for i, column in enumerate(columns):
+        if column.key or column.narrow:
+            lead.append(i)
+            if i + 1 < len(columns) and columns[i + 1].fmt == "ci":  # a rate's interval stays beside it
+                lead.append(i + 1)
+    return replace(
+        table, columns=tuple(columns[i] for i in [*lead, *(i for i in range(len(columns)) if i not in lead)])
+    )
+
+
 def table_block(table: Table) -> str:
+    table = reader_first(table)
     note = f'<p class="note">{html.escape(table.note)}</p>' if table.note else ""
     return (
         f'<h3 id="h-{table.name}">{html.escape(table.title)}</h3>\n'

@@ -25,6 +25,10 @@ table.metrics tr:nth-child(even) td { background: #fafafa; }
 table.metrics .num { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
 table.metrics th.num { text-align: right; white-space: normal; min-width: 2rem; width: 1px; }
 table.metrics td.text { max-width: 32rem; overflow-wrap: break-word; }
+/* a table wider than the window scrolls sideways under its first column, which names the row */
+table.metrics th:first-child, table.metrics td:first-child { position: sticky; left: 0; z-index: 1;
+  box-shadow: 1px 0 0 #ccc; }
+table.metrics td:first-child { background: #ffffff; }
 .scroll { overflow-x: auto; max-width: 100%; }
 p.note, p.meta { font-size: 0.82rem; color: #444; }
 figure { margin: 1rem 0 2rem; } figure img { max-width: min(100%, 56rem); height: auto; border: 1px solid #eee; }

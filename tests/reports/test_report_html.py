@@ -303,3 +303,33 @@ def test_a_hostile_run_id_cannot_close_the_embedded_script(report):
     assert "</script><img" not in section and section.count("</script>") == 3  # the two JSON blobs, the script
     blob = re.search(r'id="runs-data">(.*?)</script>', section, re.S)
     assert blob and any(row[0].startswith("</script><img") for row in json.loads(blob.group(1))["rows"])
+
+
+# Test-only: where the headline's columns sit at the window's width, and where its first column is once its box
+# is scrolled sideways to the end.
+HEADLINE_PROBE = """
+window.addEventListener("load", function () {
+  var table = document.querySelector("table[data-table^='main_by_']");
+  var wrap = table.parentElement;
+  var edge = document.documentElement.clientWidth;
+  var shown = {};
+  table.querySelectorAll("thead th").forEach(function (th) {
+    shown[th.textContent.replace(/\\s+/g, " ").trim()] = th.getBoundingClientRect().right <= edge + 1;
+  });
+  wrap.scrollLeft = wrap.scrollWidth;
+  var first = table.querySelector("tbody td").getBoundingClientRect().left;
+  var out = document.createElement("pre");
+  out.id = "probe";
+  out.textContent = JSON.stringify({ shown: shown, scrolled: wrap.scrollLeft,
+                                     first: first - wrap.getBoundingClientRect().left });
+  document.body.appendChild(out);
+});
+"""
+
+
+def test_at_800_px_the_headline_shows_its_keys_n_stop_correct_with_interval_and_oracle_passed(report, tmp_path):
+    found = probe(report.out / "report.html", tmp_path, HEADLINE_PROBE, width=800)
+    shown = found["shown"]
+    assert all(shown[h] for h in ("model", "mode", "policy", "n", "stop-correct", "95% CI", "oracle passed")), shown
+    assert not all(shown.values())  # the rest of the columns are past the edge: the table scrolls sideways
+    assert found["scrolled"] > 0 and abs(found["first"]) <= 1  # and its first column stays in view (sticky)
