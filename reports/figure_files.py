@@ -19,6 +19,7 @@ import numpy as np
 from reports import figures as figs
 from reports.decision_kinds import DecisionTally
 from reports.metrics import Metrics
+from reports.pdf_fonts import lean_subsets
 
 DPI = 200  # PNG resolution: print quality
 
@@ -51,6 +52,7 @@ class FigureInputs:
 
 def draw(inputs: FigureInputs, name: str, column: bool) -> tuple[str, bytes, bytes]:
     """One figure at one print size: its title, PNG (full width only, else empty) and PDF bytes."""
+    lean_subsets()
     size = figs.sizes(inputs.venue)[1 if column else 0]
     with figs.style():
         plot = figs.makers(inputs.metrics, inputs.samples, inputs.context, inputs.cells, inputs.decisions, size)[name]()

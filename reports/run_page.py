@@ -92,9 +92,34 @@ class RunLink:
     href: str
 
 
-def page(t: Timeline, back: str = "../report.html", extras: RunExtras | None = None) -> str:
+class StoryBlocks:
+    """A story's blocks (its rules and oracle; its workflow drawn with a path walked), made once for every run page
+    that shows them: 240 runs of a report share 12 stories and a few paths each."""
+
+    def __init__(self) -> None:
+        self._made: dict[tuple[object, ...], list[str]] = {}
+
+    def path(self, extras: RunExtras, mode: str) -> list[str]:
+        walked = tuple(extras.path)
+        key = ("path", id(extras.story.scenario), extras.story.note, walked, "" if walked else mode)
+        return self._made[key] if key in self._made else self._keep(key, _path_blocks(extras, mode))
+
+    def story(self, extras: RunExtras) -> list[str]:
+        key = ("story", id(extras.story.scenario), extras.story.note)
+        return self._made[key] if key in self._made else self._keep(key, _story_blocks(extras))
+
+    def _keep(self, key: tuple[object, ...], blocks: list[str]) -> list[str]:
+        self._made[key] = blocks
+        return blocks
+
+
+def page(
+    t: Timeline, back: str = "../report.html", extras: RunExtras | None = None, blocks: StoryBlocks | None = None
+) -> str:
     """One run's timeline as a self-contained HTML document; with ``extras``, its model calls, story, workflow path
-    and sibling trials too."""
+    and sibling trials too (``blocks``: the story's blocks shared with the other pages of one report; the scenario
+    objects they are keyed by must live as long as it)."""
+    blocks = blocks if blocks is not None else StoryBlocks()
     run = t.run
     end = t.ending
     verdict = (end.verdict if end is not None else None) or "none"
@@ -122,7 +147,7 @@ def page(t: Timeline, back: str = "../report.html", extras: RunExtras | None = N
         parts.append(_nav(extras))
     parts.append(_verdict_block(end, verdict))
     if extras is not None:
-        parts += _path_blocks(extras, run.mode)
+        parts += blocks.path(extras, run.mode)
     parts += [
         '<h2 id="timeline">Timeline</h2>',
         '<table class="timeline">',
@@ -142,7 +167,7 @@ def page(t: Timeline, back: str = "../report.html", extras: RunExtras | None = N
     parts += ["</tbody>", "</table>", *_ending_blocks(end)]
     if extras is not None:
         parts += _call_blocks(extras, {number: seq for seq, number in calls.items()})
-        parts += _story_blocks(extras)
+        parts += blocks.story(extras)
     parts += ["</body>", "</html>", ""]
     return "\n".join(parts)
 
@@ -335,7 +360,8 @@ def write_run_pages(traces: Traces, out: Path, library: Path | None = None) -> R
     links: list[RunLink] = []
     if total <= MAX_RUN_PAGES:
         taken: set[str] = set()
-        stories = StoryFinder(library)
+        stories = StoryFinder(library)  # keeps every scenario it read: the blocks below are keyed by them
+        blocks = StoryBlocks()
         pending = []
         for source in traces.sources:
             path = Path(source)
@@ -360,7 +386,7 @@ def write_run_pages(traces: Traces, out: Path, library: Path | None = None) -> R
                 siblings=siblings_of(cells, run.run_id),
             )
             target = out / RUNS_DIR / f"{name}.html"
-            _put(target, page(t, extras=extras))
+            _put(target, page(t, extras=extras, blocks=blocks))
             written.append(target)
     return RunPages(written, links, total)
 
