@@ -30,6 +30,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 from matplotlib.transforms import blended_transform_factory
 
+from harness.records.verdicts import RARE_VERDICTS
 from harness.records.verdicts import label as verdict_label
 from reports import palette
 from reports.decision_kinds import DECISION_KINDS, KIND_TITLES, DecisionTally
@@ -388,6 +389,8 @@ def _verdict_segments(metrics: Metrics) -> list[tuple[np.ndarray, dict[str, Any]
     segments: list[tuple[np.ndarray, dict[str, Any]]] = []
     for verdict in JUDGED_VERDICTS:
         share = np.nan_to_num([g.verdict_share(verdict) for g in metrics.groups])
+        if verdict in RARE_VERDICTS and not share.any():
+            continue  # a verdict only some runs can have (an own agent's error) is drawn and named only where it is
         colour, label = palette.VERDICTS[verdict], verdict_label(verdict)
         if verdict != "correct":
             segments.append((share, {"color": colour, "label": label}))
