@@ -19,7 +19,7 @@ nav.toc > ol > li { break-inside: avoid; margin-bottom: 0.4rem; }
 nav.toc ol ol { padding-left: 1rem; margin: 0.1rem 0 0; }
 .table-wrap { overflow-x: auto; max-width: 100%; }
 table.metrics { border-collapse: collapse; font-size: 0.76rem; margin: 0.4rem 0 0.3rem; }
-table.metrics th, table.metrics td { border: 1px solid #ccc; padding: 0.25rem 0.3rem; vertical-align: top; }
+table.metrics th, table.metrics td { border: 1px solid #ccc; padding: 0.25rem 0.22rem; vertical-align: top; }
 table.metrics th { background: #f0f3f7; text-align: left; vertical-align: bottom; }
 table.metrics tr:nth-child(even) td { background: #fafafa; }
 table.metrics .num { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
