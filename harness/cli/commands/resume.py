@@ -40,7 +40,14 @@ def resume_command(
         ),
     ],
     approve: Annotated[bool, typer.Option("--approve", help="Approve the pending gate: the run goes on.")] = False,
-    reject: Annotated[bool, typer.Option("--reject", help="Reject it: the run ends, nothing gated commits.")] = False,
+    reject: Annotated[
+        bool,
+        typer.Option(
+            "--reject",
+            help="Reject it: nothing gated commits; the run ends, or goes on to its compensation where the gate's "
+            "on_rejection is continue (docs/scenarios.md).",
+        ),
+    ] = False,
     revise: Annotated[
         bool,
         typer.Option(
