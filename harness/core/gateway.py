@@ -110,14 +110,17 @@ class Gateway:
         """Records a mode's request for a gate's approval as a wait, so every suspension is in the record.
 
         The record goes under the gate's declared wait action (``approval:<gate>`` when it has none). Nobody can
-        be asked to approve what cannot exist yet: when the wait action's or the gated action's (``for_action``)
-        preconditions are missing, the request is blocked (``enforce``) or recorded with the violation (``audit``).
+        be asked to approve what cannot exist yet: when the gated action's (``for_action``) stored preconditions
+        or any of the wait action's own ``requires`` (stored artifacts and order rules alike: a request a mode
+        makes itself obeys the same rules as the wait action proposed by name) are unmet, the request is blocked
+        (``enforce``) or recorded with the violation (``audit``).
         """
         wait = self.scenario.wait_for(gate)
         name = wait.name if wait is not None else f"approval:{gate}"
         target = self.scenario.action_map.get(for_action or "")
-        needs = [*(wait.requires if wait is not None else ()), *(target.requires if target is not None else ())]
-        missing = self.unmet([needed for needed in dict.fromkeys(needs) if needed.path is not None])
+        stored = [needed for needed in (target.requires if target is not None else ()) if needed.path is not None]
+        needs = [*(wait.requires if wait is not None else ()), *stored]
+        missing = self.unmet(list(dict.fromkeys(needs)))
         violations = ("precondition",) if missing else ()
         if missing and self.policy == "enforce":
             asked_for = f" for '{for_action}'" if for_action else ""

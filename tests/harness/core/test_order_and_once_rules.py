@@ -218,6 +218,27 @@ def test_a_revision_at_the_second_gate_does_not_sign_twice(policy):
     assert [e.action for e in skipped] == ["sign_loan_agreement"] and "irreversible" in skipped[0].detail["reason"]
 
 
+QUOTE_FIRST = LOAN.replace(
+    "  - {name: ask_officer, kind: wait, gate: officer, description: Ask the officer.}",
+    "  - {name: read_quote, description: Read the quote., effect: read, reads: quote}\n"
+    "  - {name: ask_officer, kind: wait, gate: officer, description: Ask the officer.,"
+    " requires: [{action: read_quote}]}",
+).replace("actions:\n", "store:\n  artifacts: {quote: {total: 5}}\nactions:\n", 1)
+
+
+@pytest.mark.parametrize("policy", ["enforce", "audit"])
+def test_an_order_rule_on_a_wait_holds_when_a_mode_asks_for_the_approval_itself(policy):
+    """A runtime guard or a plan executor asks for a gate's approval through the gateway, not by the wait action's
+    name: the wait's own order rule still holds (blocked under enforce, a violation under audit)."""
+    gateway = _gateway(policy, QUOTE_FIRST)
+    record = gateway.request_approval("officer", step=1, for_action="sign_loan_agreement")
+    assert "precondition" in record.violations
+    assert record.status == ("blocked" if policy == "enforce" else "wait_recorded")
+    _do(gateway, "read_quote")
+    after = gateway.request_approval("officer", step=3, for_action="sign_loan_agreement")
+    assert after.status == "wait_recorded" and after.violations == ()
+
+
 # Value rules of the plan review stay due after the approval; excludes rules a value out.
 ERASURE = """
 id: unit_erasure
