@@ -175,7 +175,11 @@ def _forbidden(phases: list[Segment], phase: Segment, action: str) -> Finding:
     if action in phase.rules.forbidden:
         return Finding(violation, f"{phase.where}.forbidden[{phase.rules.forbidden.index(action)}]", _default(phase))
     earlier = phases[: phases.index(phase)]
-    source = next(p for p in reversed(earlier) if action in p.rules.forbidden)
+    source = next((p for p in reversed(earlier) if action in p.rules.forbidden), None)
+    if source is None:  # carried over from an earlier rejection's retry ban, which no forbidden list spells out
+        refused = next((p for p in reversed(earlier) if action in p.retry), phase)
+        gate = refused.where.rsplit(".", 1)[-1]
+        return Finding(violation, refused.where, f"it retries what '{gate}' refused (carried over into {phase.where})")
     note = f"carried over into {phase.where}" + ("" if phase.declared else ", which the file does not declare")
     return Finding(violation, f"{source.where}.forbidden[{source.rules.forbidden.index(action)}]", note)
 

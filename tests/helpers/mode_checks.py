@@ -168,7 +168,10 @@ def check_random_answers_and_decisions(mode: str, folder: Path, runs: int = 1000
                     assert gate_opened_before(story, events, index, gates[event.action]), (mode, policy, event)
                 decided[event.result] += event.kind == "human"
             outcome = events[-1].outcome
-            assert outcome is not None and outcome.repeated_side_effects == 0
+            assert outcome is not None
+            # an irreversible action committed twice under audit is a repeat by design, flagged already_committed
+            flagged = sum(v.startswith("already_committed:") for v in outcome.violations) if policy == "audit" else 0
+            assert outcome.repeated_side_effects <= flagged, (mode, policy, events[0].scenario, outcome.violations)
             assert not outcome.errors.get("internal")
         if MODES[mode].hard_gate:
             assert decided["approve"] and decided["reject"] and decided["revise"]  # every decision was exercised
