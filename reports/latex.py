@@ -13,13 +13,12 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import groupby
 from typing import Any
 
 from harness.records.verdicts import GLOSSARY
 from reports.latex_cells import Body, Shown, table_body
 from reports.load import clean_text
-from reports.tables import Column, Table
+from reports.tables import Column, Table, legend
 
 PACKAGES = ("booktabs", "array", "tabularx", "longtable")  # what the preamble needs: \usepackage{...} each
 LONG_ROWS = 40  # a table with more rows than this does not fit one page as a float: a longtable instead
@@ -326,7 +325,7 @@ def to_latex(table: Table, context: str = "", layout: Layout = WIDE) -> str:
     said = "; ".join(part for part in (context, body.constant) if part)
     caption = paper_text(table.title + (f" ({said})" if said else ""))
     label = f"tab:{(table.name + layout.suffix).replace('_', '-')}"
-    note = " ".join(part for part in (table.about, _legend(body.shown)) if part)  # its columns only
+    note = " ".join(part for part in (table.about, legend(body.shown)) if part)  # its columns only
     parts = split_parts(cells, layout)
     groups = body.groups
     # Taller than a page: each part a float of its own when each fits (the last with the note), else a longtable.
@@ -356,18 +355,6 @@ def to_latex(table: Table, context: str = "", layout: Layout = WIDE) -> str:
         for index, part in enumerate(parts)
     ]
     return head + "\n" + "".join(floats)
-
-
-def _legend(shown: Sequence[Shown]) -> str:
-    """What the shown columns mean, in their order, each named by its header here (a rate and its interval by
-    theirs together); neighbours sharing a meaning are named "first ... last"."""
-    entries = []
-    for description, same in groupby(shown, key=lambda s: s.description):
-        if description:
-            headers = [s.header for s in same]
-            named = headers[0] if len(headers) == 1 else f"{headers[0]} ... {headers[-1]}"
-            entries.append(f"{named}: {description}")
-    return " ".join(entries)
 
 
 def _float(parts: list[list[Cell]], caption: str, label: str, layout: Layout, groups: Sequence[str]) -> str:

@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from itertools import groupby
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from tabulate import tabulate
 
@@ -95,7 +95,17 @@ class Column(Generic[R]):
         return replace(self, header=header)
 
 
-def legend(columns: Sequence[Column[Any]]) -> str:
+class Described(Protocol):
+    """Anything a legend names: a table's column, or a column as one format shows it (LaTeX's rate and interval)."""
+
+    @property
+    def header(self) -> str: ...
+
+    @property
+    def description(self) -> str | None: ...
+
+
+def legend(columns: Sequence[Described]) -> str:
     """The described columns' meanings in their order; neighbours sharing one are named "first ... last"."""
     entries = []
     for description, same in groupby(columns, key=lambda c: c.description):
