@@ -13,6 +13,8 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache, cached_property
+from itertools import repeat
 from typing import Any
 
 from harness.records.verdicts import GLOSSARY
@@ -64,6 +66,7 @@ _POWER = re.compile(r"\^(\w+)")
 _MINUS = re.compile(r"(?<![\w}$-])-(?=[\d.]|\s)")  # a minus sign (-4.2, [-20.0, B - A), not a hyphen: math
 
 
+@cache  # a report escapes the same few thousand cell texts in every variant of every table
 def latex_escape(text: str, breakable: bool = False) -> str:
     """Text for LaTeX: specials escaped, ``x^k`` written as math (``pass^5`` -> ``pass$^{5}$``).
 
@@ -118,9 +121,10 @@ CHAR_WIDTH = {ch: width for width, chars in _WIDTHS.items() for ch in chars}
 SLACK = 1.03  # kerning and rounding: an estimate a little over, never under
 
 
+@cache  # the same cells and words are measured for every split a table tries
 def text_width(text: str) -> float:
     """Width in pt of plain ``text`` set in \\footnotesize (an unknown character counts as an M)."""
-    return SLACK * sum(CHAR_WIDTH.get(ch, 7.78) for ch in text)
+    return SLACK * sum(map(CHAR_WIDTH.get, text, repeat(7.78)))
 
 
 def _words(text: str, breakable: bool) -> list[str]:
@@ -152,7 +156,7 @@ class Cell:
     def numeric(self) -> bool:
         return self.shown.numeric
 
-    @property
+    @cached_property  # read for every split and height a table tries: measured once
     def width(self) -> float:
         """What the column takes: its widest cell (a prose one: its longest word, at least PROSE_MIN_PT), or its
         header's longest word when that is wider."""
@@ -162,7 +166,8 @@ class Cell:
             body = max((text_width(c) for c in self.cells), default=0.0)
         return max(body, *(text_width(w) for w in _header_words(self.header)))
 
-    def header_lines(self) -> list[str]:
+    @cached_property
+    def wrapped_header(self) -> tuple[str, ...]:
         """The header wrapped to the column's width, so a long header does not widen a column of short numbers."""
         lines: list[str] = []
         for word in _header_words(self.header):
@@ -173,7 +178,7 @@ class Cell:
                 lines[-1] = joined
             else:
                 lines.append(word)
-        return lines or [""]
+        return tuple(lines or [""])
 
 
 def _header_words(header: str) -> list[str]:
@@ -246,7 +251,7 @@ def float_height(
     height = _lines(caption, layout.width) * CAPTION_LINE_PT + 12
     for part in parts:
         prose = _prose_width(part, layout)
-        header = max(_lines(c.header, prose) if c.prose else len(c.header_lines()) for c in part)
+        header = max(_lines(c.header, prose) if c.prose else len(c.wrapped_header) for c in part)
         rows = sum(max(_lines(c.cells[i], prose) if c.prose else 1 for c in part) for i in range(len(part[0].cells)))
         height += (header + rows + len(_starts(groups))) * LINE_PT + 14
     return height + (_lines(note, layout.width) * LINE_PT + 4 if note else 0)
@@ -260,7 +265,7 @@ def _spec(part: Sequence[Cell], prose_width: str) -> str:
 def _header(cell: Cell) -> str:
     if cell.prose:
         return latex_escape(cell.header)
-    lines = [latex_escape(line) for line in cell.header_lines()]
+    lines = [latex_escape(line) for line in cell.wrapped_header]
     if len(lines) == 1:
         return lines[0]
     align = "r" if cell.numeric else "l"
