@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from functools import cache
 from itertools import combinations
 
 import numpy as np
@@ -185,15 +186,35 @@ def sign_flip_p(means: np.ndarray, draws: int = SIGN_FLIP_DRAWS, seed: int = SEE
         return math.nan
     observed = abs(float(means.sum())) * (1 - 1e-9)  # sums in another order may differ in the last digit
     if k <= EXACT_SIGN_FLIPS:
-        signs = 1.0 - 2.0 * ((np.arange(2**k)[:, None] >> np.arange(k)) & 1)
-        return float((np.abs(signs @ means) >= observed).sum() / 2**k)
-    rng = np.random.default_rng(seed)
-    block = max(1, (1 << 21) // k)  # at most this many signs in memory at once
-    hits = 0
-    for start in range(0, draws, block):
-        signs = rng.choice([-1.0, 1.0], size=(min(block, draws - start), k))
-        hits += int((np.abs(signs @ means) >= observed).sum())
+        return _at_least(_sign_patterns(k), means, observed) / 2**k
+    hits = sum(_at_least(signs, means, observed) for signs in _drawn_signs(k, draws, seed))
     return (hits + 1) / (draws + 1)
+
+
+def _at_least(signs: np.ndarray, means: np.ndarray, observed: float) -> int:
+    """How many sign patterns give a sum at least ``observed`` in size. numpy's own loop (einsum), not BLAS: a
+    BLAS product this small waits for its worker threads to wake, ten times slower on a busy machine."""
+    return int((np.abs(np.einsum("ij,j->i", signs, means)) >= observed).sum())
+
+
+# A report tests dozens of pairs of modes over the same stories: the sign patterns made once per count of stories.
+@cache
+def _sign_patterns(k: int) -> np.ndarray:
+    """Every pattern of k signs, one a row (2^k rows)."""
+    signs = 1.0 - 2.0 * ((np.arange(2**k)[:, None] >> np.arange(k)) & 1)
+    signs.flags.writeable = False
+    return signs
+
+
+@cache
+def _drawn_signs(k: int, draws: int, seed: int) -> tuple[np.ndarray, ...]:
+    """``draws`` random patterns of k signs from ``seed``, in blocks of at most 2^21 signs."""
+    rng = np.random.default_rng(seed)
+    block = max(1, (1 << 21) // k)
+    blocks = tuple(rng.choice([-1.0, 1.0], size=(min(block, draws - start), k)) for start in range(0, draws, block))
+    for signs in blocks:
+        signs.flags.writeable = False
+    return blocks
 
 
 def paired_difference(
