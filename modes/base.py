@@ -40,6 +40,9 @@ class Mode(ABC):
     # Whether the mode's own code does nothing to keep to a gate (it runs what the model proposes or plans; only the
     # gateway blocks): under an auditing gateway an eager model's gated action commits early. Never with hard_gate.
     naive: ClassVar[bool] = False
+    # The mode's own review points (gate names no story may take, ``MODE_REVIEW_POINTS``) where its code stops a run
+    # besides the story's gates: ``bench resume`` counts them among the stops a bare decision could land on.
+    review_points: ClassVar[frozenset[str]] = frozenset()
     # The mode's own tunables (class attributes named here), traced in every run_start event.
     PARAMETERS: ClassVar[tuple[str, ...]] = ()
 

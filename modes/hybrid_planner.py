@@ -40,6 +40,7 @@ class HybridPlanner(Mode):
     story = "cross-system data migration (data_migration)"
     typical_story = "data_migration"
     hard_gate = True
+    review_points = frozenset({PLAN_REVIEW})
     max_review_rounds: ClassVar[int] = 2  # times a reviewer may send one plan back before it is dropped
     PARAMETERS = ("max_review_rounds",)
 

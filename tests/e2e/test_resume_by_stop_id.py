@@ -105,7 +105,8 @@ def test_a_decision_without_gate_or_stop_on_a_two_gate_story_is_refused_naming_b
     folder, run_id = suspended
     first, before = standing(folder, run_id)[2], files_of(folder)
     line = one_error(bench_in_process("resume", str(folder), "--run", run_id, "--approve"))
-    assert f"can stop at 2 gates: name the one you decide, --gate brief_approval or --stop {first}" in line
+    assert "can stop at 2 gates, 'brief_approval' and 'synopsis_approval': name the one you decide" in line, line
+    assert f"--gate brief_approval or --stop {first}" in line, line
     assert files_of(folder) == before
 
 

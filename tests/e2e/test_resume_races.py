@@ -25,7 +25,7 @@ from tests.helpers.sweeps import scaled
 
 # each a fresh run, raced by four commands at once, each its own process (the race is between processes): one run a
 # variant in the quick suite, all eight in CI
-TRIES = {"without --gate": scaled(4, 1), "with --gate": scaled(2, 1), "both": scaled(2, 1)}
+TRIES = {"with --stop": scaled(4, 1), "with --gate": scaled(2, 1), "mixed": scaled(2, 1)}
 
 
 def events_of(folder: Path, run_id: str) -> list[TraceEvent]:
@@ -80,23 +80,35 @@ def race(folder: Path, run_id: str, commands: list[list[str]]) -> list[subproces
 DECISIONS = ["--approve", "--reject", "--approve", "--reject"]
 
 
-@pytest.mark.parametrize("variant", ["without --gate", "with --gate", "both"])
+NAMED_BY = {  # what each of the four racers names its stop with, per variant (None: nothing, a bare decision)
+    "with --stop": ["--stop"] * 4,
+    "with --gate": ["--gate"] * 4,
+    "mixed": ["--gate", "--stop", "--gate", None],
+}
+
+
+@pytest.mark.parametrize("variant", list(TRIES))
 def test_racing_decisions_never_land_on_a_gate_their_command_did_not_target(plan_reviews, variant):
     """Every command is typed while the run waits at its plan review, so plan_review is each one's target (named
-    with --gate, or pending when it started): exactly one decides it; none decides the story's gate after it."""
+    with --gate or --stop): exactly one decides it; none decides the story's gate after it, and a bare decision racing
+    them decides nothing (the run can stop twice: its plan review, then the story's gate)."""
     folder, runs = plan_reviews
     variants = list(TRIES)
     offset = sum(TRIES[v] for v in variants[: variants.index(variant)])
     for run_id in runs[offset : offset + TRIES[variant]]:
-        commands = []
-        for index, decision in enumerate(DECISIONS):
-            named = variant == "with --gate" or (variant == "both" and index % 2 == 0)
-            commands.append([decision, "--as", f"person{index}", *(["--gate", "plan_review"] if named else [])])
+        waiting = CheckpointStore(folder).load(run_id)
+        assert waiting is not None
+        names = {"--gate": ["--gate", "plan_review"], "--stop": ["--stop", waiting.stop_id], None: []}
+        commands = [
+            [decision, "--as", f"person{index}", *names[flag]]
+            for index, (decision, flag) in enumerate(zip(DECISIONS, NAMED_BY[variant], strict=True))
+        ]
         results = race(folder, run_id, commands)
         for result in results:
             assert "Traceback" not in result.stderr, result.stderr
         winners = [index for index, result in enumerate(results) if result.returncode == 0]
         assert len(winners) == 1, [(r.returncode, r.stderr) for r in results]
+        assert NAMED_BY[variant][winners[0]] is not None  # a bare decision never decides a run with two stops
         winner = winners[0]
         decision = DECISIONS[winner].removeprefix("--")
         humans = [e for e in events_of(folder, run_id) if e.kind == "human"]
@@ -113,6 +125,9 @@ def test_racing_decisions_never_land_on_a_gate_their_command_did_not_target(plan
             now = "nothing waits for a decision"
         said = f"({decision}, by person{winner})"
         allowed = (
+            f"error: run {run_id} can stop at 2 gates, hybrid_planner's own 'plan_review' and 'brief_approval': name "
+            f"the one you decide, --gate plan_review or --stop {waiting.stop_id} (it waits there now; decided before: "
+            "none); a retyped command then says it was already decided",
             f"error: run {run_id}: 'plan_review' was already decided {said}; {now}",
             f"error: run {run_id}: 'plan_review' was already decided {said} after this command started; {now}",
             f"error: run {run_id}: 'plan_review' is being decided now {said} by another bench resume",

@@ -127,7 +127,8 @@ def test_a_revision_goes_back_to_the_framework_and_its_next_stop_is_checkpointed
     assert row is not None and (row.status, row.pending_gate, row.stop) == ("suspended", "brief_approval", 1)
     assert row.runtime is not None and len(row.runtime.decisions) == 1  # the revision, kept for the next resume
     assert len(row.replies) == row.runtime.llm_calls  # the replies before this resume, and this one's
-    approved = fake_bench("resume", str(folder), "--run", run_id, "--approve", "--as", "editor")
+    again = row.stop_id  # back at the gate it was sent back from: only the stop's id names this stop
+    approved = fake_bench("resume", str(folder), "--run", run_id, "--stop", again, "--approve", "--as", "editor")
     assert approved.returncode == 0, approved.stderr
     events = events_of(folder, run_id)
     assert [e.result for e in events if e.kind == "human"] == ["revise", "approve"]

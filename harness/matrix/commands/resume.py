@@ -122,11 +122,12 @@ def resume(
     finished run, a stop already decided, another gate, an edited checkpoint or scenario) is refused before
     anything is written.
 
-    A decision names what it decides (``named``: the command line's rule): for a run whose story has more than one
-    gate, a decision without ``gate`` is put to the person (``confirm``, given the question, on a terminal) or
-    refused in one line, so retyping a command after its run moved on to the next gate never decides a gate nobody
-    saw. ``stop_id`` names the stop decided by its short id (``bench runs``): only the run's open stop is taken, one
-    decided before is refused as already decided.
+    A decision names what it decides (``named``: the command line's rule): for a run that can stop more than once
+    (its story's gates and its mode's own review points, such as hybrid_planner's plan review, counted together, or
+    a run that stopped before), a decision without ``gate`` is put to the person (``confirm``, given the question, on
+    a terminal) or refused in one line, so retyping a command after its run moved on to its next stop never decides
+    a stop nobody saw. ``stop_id`` names the stop decided by its short id (``bench runs``): only the run's open stop
+    is taken, one decided before is refused as already decided.
 
     SIGINT and SIGTERM are ``stop``'s (a new one unless given) for the whole call: one that comes before anything is
     claimed, or while the decision is carried out, ends the call with the outcome None (``claimed`` says whether a
@@ -227,27 +228,42 @@ def _named_or_confirmed(
     scenarios_dir: Path | None,
     confirm: Callable[[str], bool] | None,
 ) -> None:
-    """A decision without ``--gate`` on a run that can stop at more than one gate: asked, or refused in one line."""
+    """A decision without ``--gate`` on a run that can stop more than once over its life (at its story's gates and
+    its mode's own review points, or again where it stopped before): asked, or refused in one line."""
     if gate is not None:
         return
-    gates = _unchanged_scenario(checkpoint, scenarios_dir).gates
-    if len(gates) < 2:
+    places = _stop_places(checkpoint, _unchanged_scenario(checkpoint, scenarios_dir))
+    if len(places) < 2 and not checkpoint.decisions:
         return
     waits = checkpoint.pending_gate
     earlier = ", ".join(f"'{d.gate}' ({_said(d)})" for d in checkpoint.decisions) or "none"
+    stops = (
+        f"can stop at {len(places)} gates, {', '.join(places[:-1])} and {places[-1]}"
+        if len(places) > 1
+        else f"has stopped {checkpoint.stop + 1} times at '{waits}'"
+    )
+    again = any(d.gate == waits for d in checkpoint.decisions)  # back after a revision: --gate names the old stop too
+    name = f"--stop {checkpoint.stop_id}" if again else f"--gate {waits} or --stop {checkpoint.stop_id}"
     question = (
-        f"run {checkpoint.run_id} can stop at {len(gates)} gates and waits now at '{waits}', stop "
-        f"{checkpoint.stop_id} (decided before: {earlier}); {decision} '{waits}'?"
+        f"run {checkpoint.run_id} {stops} and waits now at '{waits}', stop {checkpoint.stop_id} (decided before: "
+        f"{earlier}); {decision} '{waits}'?"
     )
     if confirm is not None and confirm(question):
         return
     if confirm is not None:
         raise UserInputError(f"run {checkpoint.run_id}: nothing decided")
     raise UserInputError(
-        f"run {checkpoint.run_id} can stop at {len(gates)} gates: name the one you decide, --gate {waits} or --stop "
-        f"{checkpoint.stop_id} (it waits there now; decided before: {earlier}); a retyped command then says it was "
-        "already decided"
+        f"run {checkpoint.run_id} {stops}: name the one you decide, {name} (it waits there now; decided before: "
+        f"{earlier}); a retyped command then says it was already decided"
     )
+
+
+def _stop_places(checkpoint: Checkpoint, scenario: Scenario) -> list[str]:
+    """Where a run can stop, each quoted for a line: its mode's own review points (a plan is reviewed before it runs),
+    then its story's gates."""
+    mode = MODES.get(checkpoint.mode)  # an own agent's spec (not registered here) has no review points of its own
+    own = sorted(mode.review_points) if mode is not None else []
+    return [*(f"{checkpoint.mode}'s own '{point}'" for point in own), *(f"'{g.name}'" for g in scenario.gates)]
 
 
 def resolve_run(folder: Path, given: str) -> str:
