@@ -47,3 +47,28 @@ def test_lean_subsets_leave_the_layout_tables_out_of_every_embedded_truetype_fon
     from fontTools import subset
 
     assert subset.Options._drop_tables_default.count("GPOS") == 1
+
+
+def test_a_lean_subset_is_byte_for_byte_the_one_the_subsetter_makes_dropping_the_layout_tables_itself():
+    from fontTools import subset
+    from fontTools.ttLib import TTFont as Font
+    from matplotlib import font_manager
+
+    lean_subsets()
+    path = font_manager.findfont("DejaVu Sans")
+
+    def made(font: Font, options: subset.Options) -> bytes:
+        subsetter = subset.Subsetter(options=options)
+        subsetter.populate(text=TEXT)
+        subsetter.subset(font)
+        out = io.BytesIO()
+        font.save(out)
+        return out.getvalue()
+
+    options = subset.Options(glyph_names=True)
+    lean = subset.load_font(path, options)  # the loader matplotlib calls, as lean_subsets leaves it
+    assert not set(LAYOUT_TABLES) & set(lean.keys()), "removed before anything parses them"
+    # Loaded as subset.load_font loads it, every table there: the subsetter drops the layout tables (and kern) itself
+    whole = Font(path, lazy=True, recalcBBoxes=options.recalc_bounds, recalcTimestamp=options.recalc_timestamp)
+    assert set(LAYOUT_TABLES) <= set(whole.keys())
+    assert made(lean, options) == made(whole, subset.Options(glyph_names=True))
