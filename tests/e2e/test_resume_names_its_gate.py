@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
+from harness.errors import UserInputError
+from harness.matrix.commands.resume import resume
 from harness.records.checkpoint import CheckpointStore
 from tests.helpers.bench import bench_in_process, bench_process
 
@@ -105,4 +109,30 @@ def test_a_retyped_bare_revision_on_a_one_gate_story_is_refused_where_the_run_ca
 
     line = refused(out, "--revise", "--note", "shorter")  # the retype
     assert f"has stopped 2 times at 'brief_approval': name the one you decide, --stop {again.stop_id} (" in line, line
+    assert waiting(out) == (run_id, "brief_approval", 1)
+
+
+def test_on_a_terminal_a_bare_decision_at_a_plan_review_is_put_to_the_person_before_it_lands(tmp_path):
+    """Where a person can answer (``confirm``), the bare decision on a run that stops at its plan review and then at
+    the story's gate is asked about, naming both stops and the one it would decide; a no decides nothing."""
+    out = tmp_path / "run"
+    args = ("--mode", "hybrid_planner", "--scenario", "blog_brief_approval", "--model", "scripted:reference")
+    assert bench_in_process("run", *args, "--out", str(out)).returncode == 0
+    run_id, _, _ = waiting(out)
+    review = CheckpointStore(out).load(run_id)
+    assert review is not None
+    asked: list[str] = []
+
+    def no(question: str) -> bool:
+        asked.append(question)
+        return False
+
+    with pytest.raises(UserInputError, match="nothing decided"):
+        resume(out, run_id, "approve", who="editor", named=True, confirm=no)
+    assert asked == [
+        f"run {run_id} can stop at 2 gates, hybrid_planner's own 'plan_review' and 'brief_approval'; it waits now at "
+        f"'plan_review', stop {review.stop_id} (decided before: none); approve 'plan_review'?"
+    ]
+    assert waiting(out) == (run_id, "plan_review", 0)
+    resume(out, run_id, "approve", who="editor", named=True, confirm=lambda question: True)
     assert waiting(out) == (run_id, "brief_approval", 1)

@@ -245,7 +245,7 @@ def _named_or_confirmed(
     again = any(d.gate == waits for d in checkpoint.decisions)  # back after a revision: --gate names the old stop too
     name = f"--stop {checkpoint.stop_id}" if again else f"--gate {waits} or --stop {checkpoint.stop_id}"
     question = (
-        f"run {checkpoint.run_id} {stops} and waits now at '{waits}', stop {checkpoint.stop_id} (decided before: "
+        f"run {checkpoint.run_id} {stops}; it waits now at '{waits}', stop {checkpoint.stop_id} (decided before: "
         f"{earlier}); {decision} '{waits}'?"
     )
     if confirm is not None and confirm(question):
