@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import os
+import sys
 
-import pytest
+# Compiled modules are cached even where the machine sets PYTHONDONTWRITEBYTECODE (this one does): without the cache
+# every xdist worker rewrites every test module's asserts and every bench child process compiles harness/ afresh.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
-from harness.scenario.load import load_scenario
-from harness.scenario.model import Scenario
-from tests.helpers.bench import SCENARIOS
+import pytest  # noqa: E402
+
+from harness.scenario.load import load_scenario  # noqa: E402
+from harness.scenario.model import Scenario  # noqa: E402
+from tests.helpers.bench import SCENARIOS  # noqa: E402
 
 # bench fits its tables to COLUMNS (harness/terminal.py), and pytest's readline import exports the terminal's size
 # (COLUMNS=80, LINES) to the C environment, where os.environ does not show it but every child process inherits it.
