@@ -132,16 +132,22 @@ def _interval(s: np.ndarray, n: np.ndarray, bounds: np.ndarray, resamples: int, 
         return ClusteredInterval(int(successes), 0, math.nan, math.nan, math.nan, 0, "")
     rate = successes / total
     if k == 1:
-        # One story: the runs are the unit; resampling them is a binomial draw of its successes.
-        draws = np.random.default_rng(seed).binomial(int(total), rate, size=resamples) / total
-        low, high = np.quantile(draws, QUANTILES)
+        low, high = _run_bootstrap(int(total), rate, resamples, seed)
         if high > low:
-            return _made(successes, total, rate, float(low), float(high), k, RUN_BOOTSTRAP)
+            return _made(successes, total, rate, low, high, k, RUN_BOOTSTRAP)
         return _made(successes, total, rate, *wilson_bounds(rate, total), k, WILSON_RUNS)
     low, high = bounds
     if high > low:
         return _made(successes, total, rate, float(low), float(high), k, CLUSTER_BOOTSTRAP)
     return _made(successes, total, rate, *wilson_bounds(rate, k), k, WILSON_STORIES)
+
+
+@lru_cache(maxsize=1024)  # a report's one-story groups repeat the same few (runs, rate): drawn once each
+def _run_bootstrap(total: int, rate: float, resamples: int, seed: int) -> tuple[float, float]:
+    """One story: the runs are the unit; resampling them is a binomial draw of its successes."""
+    draws = np.random.default_rng(seed).binomial(total, rate, size=resamples) / total
+    low, high = np.quantile(draws, QUANTILES)
+    return float(low), float(high)
 
 
 def _made(

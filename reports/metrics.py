@@ -607,20 +607,14 @@ def _violations(rows: pd.DataFrame, keys: tuple[str, ...]) -> dict[tuple[str, ..
         ascending=[True] * len(keys) + [False, False, True, True],
         kind="stable",
     )
-    found: dict[tuple[str, ...], tuple[ViolationCount, ...]] = {}
-    for key, group in table.groupby(list(keys), observed=True, sort=False):
-        found[_key(key)] = tuple(
-            ViolationCount(
-                str(r["kind"]),
-                str(r["subject"]),
-                int(r["runs"]),
-                int(r["occurrences"]),
-                str(r["example_run"]),
-                str(r["example_source"]),
-            )
-            for r in group.head(TOP_VIOLATIONS).to_dict("records")
-        )
-    return found
+    top = table.groupby(list(keys), observed=True, sort=False).head(TOP_VIOLATIONS)  # rows stay in their order
+    names = (*keys, "kind", "subject", "runs", "occurrences", "example_run", "example_source")
+    found: dict[tuple[str, ...], list[ViolationCount]] = {}
+    for values in zip(*(top[name].to_numpy(dtype=object) for name in names), strict=True):
+        kind, subject, runs, occurrences, run, source = values[len(keys) :]
+        count = ViolationCount(str(kind), str(subject), int(runs), int(occurrences), str(run), str(source))
+        found.setdefault(_key(tuple(values[: len(keys)])), []).append(count)
+    return {key: tuple(counts) for key, counts in found.items()}
 
 
 def _order_key(keys: tuple[str, ...]) -> Callable[[tuple[str, ...]], tuple]:
