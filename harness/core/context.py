@@ -165,6 +165,7 @@ class RunContext:
                 routes=routes,
                 delegates=delegates,
                 refused=frozenset(d.decision.gate for d in self.gateway.decisions if d.decision.decision == "reject"),
+                revising=self.gateway.revising(),
             ),
             meta=RequestMeta(
                 scenario=self.scenario.id, mode=self.trace.info.mode, step=step, trial=self.trace.info.trial

@@ -142,6 +142,17 @@ class Gateway:
             self.store.approvals.add(decision.gate)
         self.decisions.append(GateDecision(decision, len(self.records), verdict_here))
 
+    def revising(self) -> frozenset[str]:
+        """The gates whose latest decision sent the work back for a revision after the gate's latest recorded wait:
+        that wait is answered, and the gate waits for the revised work to ask again."""
+        latest = {d.decision.gate: d for d in self.decisions}
+        asked = {r.gate: index for index, r in enumerate(self.records) if r.status == "wait_recorded"}
+        return frozenset(
+            gate
+            for gate, d in latest.items()
+            if d.decision.decision == "revise" and d.after_records > asked.get(gate, -1)
+        )
+
     def argument_problem(self, spec: ActionSpec, args: Any) -> str | None:
         """The first way ``args`` fails the action's argument schema, or None."""
         return spec.validator.problem(args)  # compiled once per scenario load, shared by every run

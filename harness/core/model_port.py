@@ -30,6 +30,9 @@ class PolicyView:
     # (an LLM reads the same in the messages).
     delegates: tuple[tuple[str, tuple[str, ...]], ...] = ()
     refused: frozenset[str] = frozenset()  # gates a person rejected in this run (the agent is told so too)
+    # Gates whose work a person sent back for a revision since the gate's latest recorded wait: the wait was answered
+    # (the agent is told so, with the note), so nothing is pending there until the revised work asks again.
+    revising: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)

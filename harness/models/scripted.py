@@ -225,11 +225,24 @@ class Reference(Policy):
     """
 
     def _remaining(self, view: PolicyView) -> list[ReferenceStep]:
-        """The reference steps not yet taken: each gateway record that matches the next step moves past it."""
-        steps, position = list(view.reference), 0
+        """The reference steps not yet taken: each gateway record that matches the next step moves past it. A step
+        whose irreversible action already committed (a revision sends the work back past it) is left as it is, as
+        the workflow modes skip its node: it commits at most once."""
+        steps, position, specs, committed = list(view.reference), 0, _specs(view), set()
+
+        def done(step: ReferenceStep) -> bool:  # a request's catalog may hold only some of the story's actions
+            spec = specs.get(step.action)
+            return spec is not None and spec.irreversible and step.action in committed
+
         for record in view.history:
+            while position < len(steps) and done(steps[position]):
+                position += 1
             if position < len(steps) and record.action == steps[position].action and record.status != "blocked":
                 position += 1
+            if record.status == "committed":
+                committed.add(record.action)
+        while position < len(steps) and done(steps[position]):
+            position += 1
         return steps[position:]
 
     def _step(self, step: ReferenceStep, view: PolicyView) -> Proposal:
@@ -242,7 +255,7 @@ class Reference(Policy):
         pending = (
             bool(view.history)
             and view.history[-1].status == "wait_recorded"
-            and view.history[-1].gate not in view.approvals | view.refused
+            and view.history[-1].gate not in view.approvals | view.refused | view.revising
         )
         if remaining and remaining[0].action in request.offered and not pending:
             return self._step(remaining[0], view)

@@ -330,6 +330,16 @@ def test_a_decision_that_is_not_an_approval_leaves_the_gate_closed(choice):
     assert not g.store.approved("manager_approval") and len(g.decisions) == 1
 
 
+def test_a_revision_answers_the_wait_until_the_revised_work_asks_again():
+    g = gateway()
+    g.request_approval("manager_approval", step=1)
+    assert g.revising() == frozenset()  # asked, nobody has decided: pending
+    g.decide(HumanDecision(gate="manager_approval", decision="revise", who="boss"), "correct")
+    assert g.revising() == {"manager_approval"}  # the wait was answered: the work goes back
+    g.request_approval("manager_approval", step=2)
+    assert g.revising() == frozenset()  # the revised work asked again: pending once more
+
+
 # ---------------------------------------------------------------- what a committed action does
 
 
