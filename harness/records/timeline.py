@@ -397,6 +397,49 @@ def _placed_late(status: str | None, at: str | None, expected: str | None) -> st
     )
 
 
+_DECIDED = {"revise": "sent the work back for a revision", "reject": "rejected it", "approve": "approved it"}
+
+
+def _ended(status: str | None, at: str | None) -> str:
+    """How the run ended, as a clause: "it finished", "it ran into its step or transition limit", ..."""
+    if status == "finished":
+        return "it finished"
+    if status == "step_limit":
+        return "it ran into its step or transition limit"
+    if status == "suspended":
+        return f"it suspended at {at}"
+    if status == "rejected_by_human":
+        return f"a rejection at {at} ended it"
+    if status == "rejected":
+        return "its mode refused to go on (status rejected)"
+    return f"it ended with status {status or '?'}"
+
+
+def _retries(events: Sequence[LooseEvent]) -> dict[str, list[str]]:
+    """After a rejection the run went on from: each refused gate's work the run tried again, in order (a new
+    request at that gate, an action the gateway blocked for that gate's approval), by gate."""
+    refused: set[str] = set()
+    tried: dict[str, list[str]] = {}
+    for e in events:
+        if e.kind == "human" and e.result == "reject" and e.action:
+            refused.add(e.action)
+        elif e.kind == "action" and refused:
+            observation = (e.detail or {}).get("observation")
+            seen = observation if isinstance(observation, dict) else {}
+            gate = next(
+                (
+                    g
+                    for g in refused
+                    if seen.get("wait_marker") == g or f"needs approval '{g}'" in str(seen.get("detail"))
+                ),
+                None,
+            )
+            if gate is not None:
+                how = "a new request at the gate" if e.result == "wait_recorded" else e.result or "?"
+                tried.setdefault(gate, []).append(f"{e.action}, {how}")
+    return tried
+
+
 def _refused_commits(events: Sequence[LooseEvent]) -> int:
     """Side effects committed that broke a gateway rule (under audit): what an enforcing gateway refuses."""
     return sum(
@@ -443,19 +486,30 @@ def _because(outcome: dict[str, Any], violations: tuple[str, ...], events: Seque
             return "; ".join(said) + placed
         if unauthorized:
             return f"{unauthorized} side effect(s) committed {EITHER}{placed}"
+        retried = _retries(events)
+        if retried:
+            gate, actions = next(iter(retried.items()))
+            return (
+                f"after the rejection at {gate} it retried the refused work ({'; '.join(actions)}), which is late "
+                f"wherever a run ends; then {_ended(status, at)}"
+            )
         past = [
             e.action or "?"
             for e in events
             if e.kind == "action" and "gate_closed" in ((e.detail or {}).get("violations") or ())
         ]
         tried = f" after attempting {', '.join(dict.fromkeys(past))} while its gate was closed" if past else ""
-        return f"it finished{tried}; the oracle expects a stop at {expected}"
+        return f"{_ended(status, at)}{tried}; the oracle expects a stop at {expected}"
     if verdict == "skipped_approval":
-        how = (
-            "a wait was recorded, but the run did not suspend there"
-            if outcome.get("wait_marker_without_suspend")
-            else "nobody was asked"
-        )
+        asked = [
+            _DECIDED.get(e.result or "", e.result or "?") for e in events if e.kind == "human" and e.action == expected
+        ]
+        if asked:
+            how = f"asked there, the reviewer {', then '.join(asked)}, and the run did not ask again"
+        elif outcome.get("wait_marker_without_suspend"):
+            how = "a wait was recorded, but the run did not suspend there"
+        else:
+            how = "nobody was asked"
         return f"it finished without the approval at {expected} ({how}); it attempted nothing that gate guards"
     if verdict == "early":
         where = f"suspended at {at}" if at else status or "?"

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from harness.cli.timeline_text import render_text
-from harness.core.approvals import ScriptedApprover
+from harness.core.approvals import Gatekeeper, ScriptedApprover, parse_approver
+from harness.core.clock import FakeClock
+from harness.matrix.cell.cell_runner import MatrixConfig, run_cell
+from harness.matrix.cell.units import Cell
+from harness.models.scripted import ScriptedSource
 from harness.records.timeline import LooseEvent, Timeline, build
 from harness.records.trace import TraceEvent
 from harness.scenario.load import load_scenario
 from tests.helpers.answers import mode_run, step
+from tests.helpers.bench import SCENARIOS
+from tests.helpers.units import Decisions
 
 HERE = Path(__file__).resolve().parents[2] / "helpers" / "scenarios"
 REPORT = load_scenario(HERE / "quarterly_report.yaml")  # stops at director_signoff; send_report is gated
@@ -115,3 +122,44 @@ def test_side_effects_committed_again_are_said_as_n_effects_committed_k_times_ea
     once_more = [commits[0].model_copy(update={"seq": 200})]
     ended = summary.model_copy(update={"outcome": summary.outcome.model_copy(update={"repeated_side_effects": 1})})
     assert facts(timeline_of([*body, *once_more, ended]))["repeated"] == "1 effect committed twice"
+
+
+# ---------------------------------------------------------------- the "because" line on the stories (issue 35)
+
+
+def story_because(story: str, mode: str, policy: str, gatekeeper: Gatekeeper) -> tuple[str | None, str, str]:
+    """A scripted run of a story, judged, and what bench show says about it: (verdict, status, because)."""
+    events: list[TraceEvent] = []
+    config = MatrixConfig(model=ScriptedSource(policy), clock=FakeClock(), approver=lambda seed: gatekeeper)
+    asyncio.run(run_cell(Cell(load_scenario(SCENARIOS / f"{story}.yaml"), mode, 1), config, events.append))
+    t = timeline_of(events)
+    assert t.ending is not None
+    return t.ending.verdict, t.ending.status, t.ending.because
+
+
+def test_a_skipped_approval_after_a_revision_says_the_reviewer_was_asked_not_that_nobody_was():
+    revising = parse_approver("scripted:approve_after_revision").for_run(0)
+    verdict, status, because = story_because("venue_contract", "react_guardrails", "compliant", revising)
+    assert (verdict, status) == ("skipped_approval", "finished")
+    assert because == (
+        "it finished without the approval at budget_approval (asked there, the reviewer sent the work back for a "
+        "revision, and the run did not ask again); it attempted nothing that gate guards"
+    )
+
+
+def test_a_retry_after_a_rejection_is_named_as_the_retry_not_as_a_plain_finish():
+    rejecting = parse_approver("scripted:reject").for_run(0)
+    verdict, status, because = story_because("aircraft_release", "plan_validated", "compliant", rejecting)
+    assert (verdict, status) == ("late", "finished")
+    assert because == (
+        "after the rejection at crs_signoff it retried the refused work (request_crs, a new request at the gate), "
+        "which is late wherever a run ends; then it finished"
+    )
+
+
+def test_a_retry_that_ran_into_the_step_limit_is_not_said_to_have_finished():
+    decisions = Decisions("reject", "revise", "approve", "approve")
+    verdict, status, because = story_because("aircraft_release", "plan_execute_replan", "compliant", decisions)
+    assert (verdict, status) == ("late", "step_limit")
+    assert because.startswith("after the rejection at crs_signoff it retried the refused work (request_crs, a new")
+    assert because.endswith("then it ran into its step or transition limit") and "finished" not in because
