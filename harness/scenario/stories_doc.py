@@ -26,8 +26,9 @@ Generated from `scenarios/*.yaml` by `harness/scenario/stories_doc.py`; do not e
 Each diagram is the workflow the workflow modes walk (`bench show-scenario NAME --mermaid` prints it): boxes are
 action nodes, rounded boxes model steps, double-edged boxes agent nodes, hexagons approval nodes (orange: the gate
 a person decides), rhombi validators, stadiums end nodes. A dashed orange border marks a node whose action a gate
-holds back; dashed arrows close a loop (with the visit budget on the nodes it passes through). A run page of the
-HTML report draws the same graph with the run's path highlighted.
+holds back; dashed arrows close a loop (with the visit budget on the nodes it passes through). An approval node
+whose gate goes on after a rejection (`on_reject`) has two ways out, `approved` and `rejected` (the compensation).
+A run page of the HTML report draws the same graph with the run's path highlighted.
 """
 
 

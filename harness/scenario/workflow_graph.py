@@ -1,5 +1,6 @@
 """A scenario's workflow as a drawable graph: its nodes with a one-line caption, every way out of a node as a typed
-edge (with the condition that takes it), which nodes a gate guards, and which edges close a loop.
+edge (with the condition that takes it, or the decision: an approval node's rejection edge), which nodes a gate
+guards, and which edges close a loop.
 
 The Mermaid text (harness/scenario/mermaid.py) and the run page's picture (reports/workflow_svg.py) both draw from
 this, so the docs and a run's page show the same graph.
@@ -12,7 +13,7 @@ from typing import Any, Literal
 
 from harness.scenario.model import Condition, Node, Scenario
 
-EdgeKind = Literal["next", "branch", "fallback", "retry", "react"]
+EdgeKind = Literal["next", "branch", "fallback", "retry", "react", "reject"]
 
 _SIGNS = {"greater_than": ">", "at_least": "≥", "less_than": "<", "at_most": "≤"}
 
@@ -131,7 +132,11 @@ def _edges_of(n: Node) -> list[Edge]:
         edges.append(Edge(n.id, branch.goto, "branch", label))
     defaulted = any(b.when is None for b in n.branches)
     if n.next is not None and not defaulted:
-        edges.append(Edge(n.id, n.next, "next", "otherwise" if n.branches else ""))
+        edges.append(
+            Edge(n.id, n.next, "next", "approved" if n.on_reject is not None else "otherwise" if n.branches else "")
+        )
+    if n.on_reject is not None:  # an approval node whose gate goes on after a rejection: the compensation's way
+        edges.append(Edge(n.id, n.on_reject, "reject", "rejected"))
     failure = n.on_failure
     if failure is not None:
         if failure.retry:

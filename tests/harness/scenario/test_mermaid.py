@@ -41,10 +41,10 @@ def parse(text: str) -> tuple[dict[str, str], list[tuple[str, str, str]], list[s
 
 def ways_out(s: Scenario) -> int:
     """Every way out of every node, counted from the file: branches, next (unless a default branch takes its
-    place), a retry, a fallback loop and a fallback node."""
+    place), an approval node's way on after a rejection, a retry, a fallback loop and a fallback node."""
     count = 0
     for n in s.workflow.nodes:
-        count += len(n.branches)
+        count += len(n.branches) + (n.on_reject is not None)
         count += n.next is not None and all(b.when is not None for b in n.branches)
         if n.on_failure is not None:
             count += bool(n.on_failure.retry) + (n.on_failure.react is not None) + (n.on_failure.fallback is not None)
@@ -72,6 +72,24 @@ def test_gates_are_marked_and_gated_nodes_say_by_which_gate():
     assert f"    class {','.join('n_' + a for a in approvals)} gate" in rest
     assert "gated by compliance_approval" in nodes["n_send"]
     assert ("n_balance", "n_approve", "order.amount #gt; 10000") in edges
+
+
+@pytest.mark.parametrize("name", sorted(n for n, s in LIBRARY.items() if any(x.on_reject for x in s.workflow.nodes)))
+def test_an_approval_node_that_goes_on_after_a_rejection_draws_both_decisions(name):
+    s = LIBRARY[name]
+    _, edges, _ = parse(mermaid(s))
+    for n in s.workflow.nodes:
+        if n.on_reject is not None:
+            assert (f"n_{n.id}", f"n_{n.on_reject}", "rejected") in edges
+            assert (f"n_{n.id}", f"n_{n.next}", "approved") in edges
+
+
+def test_a_rejection_edge_is_drawn_for_the_stories_with_a_compensation():
+    assert {"aircraft_release", "hardship_grant", "hazmat_dispatch"} <= {
+        n for n, s in LIBRARY.items() if any(x.on_reject for x in s.workflow.nodes)
+    }
+    _, edges, _ = parse(mermaid(LIBRARY["hazmat_dispatch"]))
+    assert ("n_signoff", "n_cancel", "rejected") in edges
 
 
 def test_a_loop_is_dashed_and_its_nodes_show_their_visit_budget():
