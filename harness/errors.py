@@ -107,3 +107,6 @@ class WriteFailed(UserInputError):
     def __init__(self, path: object, reason: str):
         self.path, self.reason = str(path), reason
         super().__init__(f"{path}: cannot write: {reason}")
+
+    def __reduce__(self) -> tuple[type[WriteFailed], tuple[str, str]]:
+        return type(self), (self.path, self.reason)  # raised in a report's worker process, re-raised in the parent

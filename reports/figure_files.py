@@ -1,18 +1,14 @@
 """Every report figure turned into its files' bytes, each figure in a worker process while the parent writes tables.
 
-Drawing and saving the figures is most of a report's time (the PDFs' TrueType subsetting above all), and each
-figure is independent of the others: a figure at one print size is one job (its PNG and PDF from one drawing, the
-PNG's layout kept for the PDF), and the jobs run in forked workers, one per core the process may use, so they
-start with everything imported. One core (or one job) draws in the calling process.
+Drawing and saving the figures is most of a report's time, and each figure is independent of the others: a figure
+at one print size is one job (its PNG and PDF from one drawing, the PNG's layout kept for the PDF), run by the
+report's workers (reports.workers: forked, one per core; on one core, in the calling process).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
-from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from dataclasses import dataclass
-from multiprocessing import get_context
 
 import numpy as np
 
@@ -20,6 +16,7 @@ from reports import figures as figs
 from reports.decision_kinds import DecisionTally
 from reports.metrics import Metrics
 from reports.pdf_fonts import lean_subsets
+from reports.workers import Workers
 
 DPI = 200  # PNG resolution: print quality
 
@@ -63,28 +60,16 @@ def draw(inputs: FigureInputs, name: str, column: bool) -> tuple[str, bytes, byt
 
 
 class Rendering:
-    """Figures being drawn: started by ``start``, collected in their order by ``result``."""
+    """Figures being drawn by ``workers`` (reports.workers), collected in their order by ``result``."""
 
-    def __init__(self, inputs: FigureInputs, workers: int | None = None) -> None:
-        jobs = [(name, column) for name in inputs.names() for column in (False, True)]
-        count = min(workers if workers is not None else len(os.sched_getaffinity(0)), len(jobs))
-        self._pool: Executor | None = None
-        if count > 1:
-            self._pool = ProcessPoolExecutor(count, mp_context=get_context("fork"))
-            self._futures: list[Future[tuple[str, bytes, bytes]]] = [
-                self._pool.submit(draw, inputs, name, column) for name, column in jobs
-            ]
-        self._inputs = inputs
-        self._jobs = jobs
+    def __init__(self, inputs: FigureInputs, workers: Workers) -> None:
+        self._names = inputs.names()
+        self._jobs = [workers.submit(draw, inputs, name, column) for name in self._names for column in (False, True)]
 
     def result(self) -> list[Drawn]:
-        if self._pool is None:
-            done = [draw(self._inputs, name, column) for name, column in self._jobs]
-        else:
-            with self._pool:
-                done = [future.result() for future in self._futures]
+        done = [job() for job in self._jobs]
         drawn = []
-        for index in range(0, len(done), 2):
-            (title, png, pdf), (_, _, column_pdf) = done[index], done[index + 1]
-            drawn.append(Drawn(self._jobs[index][0], title, png, pdf, column_pdf))
+        for index, name in enumerate(self._names):
+            (title, png, pdf), (_, _, column_pdf) = done[2 * index], done[2 * index + 1]
+            drawn.append(Drawn(name, title, png, pdf, column_pdf))
         return drawn

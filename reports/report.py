@@ -23,6 +23,7 @@ from reports.prices import PriceTable
 from reports.provenance import provenance_warnings
 from reports.runs_explorer import runs_table
 from reports.spectrum import spectrum_tables
+from reports.workers import Workers
 from reports.writing import write_whole
 
 ReportFormat = Literal["md", "csv", "latex", "html"]
@@ -148,7 +149,7 @@ def build_report(
     figure_titles: bool = True,
 ) -> ReportResult:
     """Loads the traces of ``paths``, computes every grouping's metrics and writes the report to ``out``: the
-    figures drawn in worker processes (reports.figure_files) while the tables and run pages are written here.
+    figures and run pages made by worker processes (reports.workers) while the tables are written here.
 
     ``venue``: whose text and column widths the figures are drawn at (reports.figures.VENUES); ``figure_titles``:
     False leaves the figures untitled, for a paper whose captions say it."""
@@ -178,46 +179,48 @@ def build_report(
     cells = metrics["scenario"] if by == "scenario" else None
     decisions = decision_tallies(events, GROUP_KEYS[shown])  # who decided, kind by kind
     inputs = FigureInputs(metrics[shown], latency_samples(prepared, shown), context, cells, decisions, venue)
-    rendering = Rendering(inputs)  # drawn meanwhile
-    stories = metrics["scenario"] if "scenario" in metrics else compute(traces, "scenario", prepared=prepared)
-    mode_tables = [tbl.seed000_table(metrics["mode"]), *spectrum_tables(stories)]
-    intro = f"Grouped per {tbl.per(metrics[shown])}"
-    if by == "scenario":
-        intro += "; stop-correctness per mode x scenario"
-    # The headline first, then the figures, then every grouping's tables (its headline only where not shown yet).
-    sections = [Section("Summary", [tbl.main_table(metrics[by])], [])]
-    models = events["model"].nunique()
-    for g in groupings:
-        lead = mode_tables if g == "mode" else []
-        main = [] if g == by else [tbl.main_table(metrics[g])]
-        paired = [paired_table(runs)] if g == "mode" else []  # modes on matched cells: the per-mode section's last
-        # Several models in a grouping without them: every table says its rows pool them (paired: per model already)
-        pooled = f"pooled over {models} models" if models > 1 and "model" not in GROUP_KEYS[g] else ""
-        tables = [*main, *lead, tbl.violations_table(metrics[g]), *tbl.full_tables(metrics[g])]
-        if pooled:
-            tables = [replace(t, title=f"{t.title}, {pooled}") for t in tables]
-        sections.append(Section(SECTION_TITLES[g] + (f", {pooled}" if pooled else ""), [*tables, *paired], []))
-    warnings = skip_warnings(traces)
-    header = status_lines(traces)
-    meta = [*_meta(traces, runs, prices), *header]
-    files = _write_tables(out, formats, sections, [tbl.metrics_table(m) for m in metrics.values()], context.line())
-    pages = None
-    if "html" in formats:  # every run's timeline on a page of its own, linked from report.html
-        from reports.run_page import write_run_pages
+    with Workers() as workers:  # the run pages and figures made meanwhile, in worker processes
+        pages = None
+        if "html" in formats:  # every run's timeline on a page of its own, linked from report.html: the longest job
+            from reports.run_page import write_run_pages
 
-        pages = write_run_pages(traces, out)
-        files += pages.written
-    drawn = rendering.result()
-    files += _write_figures(out, drawn)
-    rendered = [EmbeddedFigure(d.name, d.title, d.png, d.pdf) for d in drawn]
-    sections.insert(1, Section("Figures", [], rendered, intro + "."))
-    if "md" in formats:
-        write_whole(out / "report.md", _markdown(sections, meta, warnings))
-        files.append(out / "report.md")
-    if pages is not None:
-        text = page("bench report", meta, warnings, sections, runs_table(runs))
-        write_whole(out / "report.html", pages.link(text))  # the run ids in its tables open the run pages
-        files.append(out / "report.html")
+            pages = workers.submit(write_run_pages, traces.sources, len(traces.runs) + traces.incomplete_runs, out)
+        rendering = Rendering(inputs, workers)
+        stories = metrics["scenario"] if "scenario" in metrics else compute(traces, "scenario", prepared=prepared)
+        mode_tables = [tbl.seed000_table(metrics["mode"]), *spectrum_tables(stories)]
+        intro = f"Grouped per {tbl.per(metrics[shown])}"
+        if by == "scenario":
+            intro += "; stop-correctness per mode x scenario"
+        # The headline first, then the figures, then every grouping's tables (its headline only where not shown yet).
+        sections = [Section("Summary", [tbl.main_table(metrics[by])], [])]
+        models = events["model"].nunique()
+        for g in groupings:
+            lead = mode_tables if g == "mode" else []
+            main = [] if g == by else [tbl.main_table(metrics[g])]
+            paired = [paired_table(runs)] if g == "mode" else []  # modes on matched cells: the per-mode section's last
+            # Several models in a grouping without them: every table says its rows pool them (paired: per model already)
+            pooled = f"pooled over {models} models" if models > 1 and "model" not in GROUP_KEYS[g] else ""
+            tables = [*main, *lead, tbl.violations_table(metrics[g]), *tbl.full_tables(metrics[g])]
+            if pooled:
+                tables = [replace(t, title=f"{t.title}, {pooled}") for t in tables]
+            sections.append(Section(SECTION_TITLES[g] + (f", {pooled}" if pooled else ""), [*tables, *paired], []))
+        warnings = skip_warnings(traces)
+        header = status_lines(traces)
+        meta = [*_meta(traces, runs, prices), *header]
+        files = _write_tables(out, formats, sections, [tbl.metrics_table(m) for m in metrics.values()], context.line())
+        drawn = rendering.result()
+        files += _write_figures(out, drawn)
+        rendered = [EmbeddedFigure(d.name, d.title, d.png, d.pdf) for d in drawn]
+        sections.insert(1, Section("Figures", [], rendered, intro + "."))
+        if "md" in formats:
+            write_whole(out / "report.md", _markdown(sections, meta, warnings))
+            files.append(out / "report.md")
+        if pages is not None:
+            run_pages = pages()
+            files += run_pages.written
+            text = page("bench report", meta, warnings, sections, runs_table(runs))
+            write_whole(out / "report.html", run_pages.link(text))  # the run ids in its tables open the run pages
+            files.append(out / "report.html")
     return ReportResult(
         out=out,
         main=tbl.main_table(metrics[by]),

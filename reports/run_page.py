@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import html
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +25,6 @@ from harness.scenario.mermaid import mermaid
 from harness.scenario.story_text import oracle_rows, rule_rows
 from harness.terminal import printable
 from reports import palette
-from reports.load import Traces
 from reports.run_story import FolderFacts, RunExtras, StoryFinder, siblings_of
 from reports.runs_explorer import with_run_pages
 from reports.workflow_svg import STYLE as WORKFLOW_STYLE
@@ -86,9 +86,9 @@ table.story td:first-child { white-space: nowrap; color: #444; }
 
 @dataclass(frozen=True)
 class RunLink:
-    """Where one run's page is, relative to the report folder, and the facts its row in the Runs table shows."""
+    """Where one run's page is, relative to the report folder."""
 
-    timeline: Timeline
+    run_id: str
     href: str
 
 
@@ -345,17 +345,18 @@ class RunPages:
         MAX_RUN_PAGES runs, a note saying how to open a run instead."""
         pages: dict[str, str] = {}
         for link in self.links:  # a run id in two folders links its first page
-            pages.setdefault(link.timeline.run.run_id, link.href)
+            pages.setdefault(link.run_id, link.href)
         return with_run_pages(link_report(report, self.links, self.total), pages)
 
 
-def write_run_pages(traces: Traces, out: Path, library: Path | None = None) -> RunPages:
-    """Writes a page per run under ``out/runs/``; the result links report.html's text to them.
+def write_run_pages(sources: Sequence[str], total: int, out: Path, library: Path | None = None) -> RunPages:
+    """Writes a page per run of the traces files ``sources`` under ``out/runs/``; the result links report.html's
+    text to them. A report's worker process may write them (reports.workers): they read the traces themselves.
 
-    ``library``: the scenario folder the runs' stories are read from (default: the project's scenarios/).
-    Past MAX_RUN_PAGES runs no page is written and report.html says how to open a run instead.
+    ``total``: the report's runs, complete or not; past MAX_RUN_PAGES no page is written and report.html says how
+    to open a run instead. ``library``: the scenario folder the runs' stories are read from (default: the
+    project's scenarios/).
     """
-    total = len(traces.runs) + traces.incomplete_runs
     written: list[Path] = []
     links: list[RunLink] = []
     if total <= MAX_RUN_PAGES:
@@ -363,18 +364,15 @@ def write_run_pages(traces: Traces, out: Path, library: Path | None = None) -> R
         stories = StoryFinder(library)  # keeps every scenario it read: the blocks below are keyed by them
         blocks = StoryBlocks()
         pending = []
-        for source in traces.sources:
+        for source in sources:
             path = Path(source)
             facts = FolderFacts(path.parent)
             for run_id, events in scan(path).runs.items():
                 t = build(events, source=str(path), label=facts.label)
                 name = _file_name(run_id, taken)
-                links.append(RunLink(t, f"{RUNS_DIR}/{name}.html"))
+                links.append(RunLink(t.run.run_id, f"{RUNS_DIR}/{name}.html"))
                 pending.append((t, name, facts, workflow_path(events)))
-        cells = [
-            (link.timeline.run.run_id, _cell(link.timeline), link.timeline.run.trial, link.href.split("/", 1)[1])
-            for link in links
-        ]
+        cells = [(t.run.run_id, _cell(t), t.run.trial, f"{name}.html") for t, name, _, _ in pending]
         for t, name, facts, walked in pending:
             run = t.run
             calls, note = facts.calls(run.scenario, run.mode, run.trial, run.model)
@@ -397,7 +395,7 @@ def _cell(t: Timeline) -> tuple[str, str, str, str | None]:
 
 def link_report(text: str, links: list[RunLink], total: int) -> str:
     """report.html with every run id in its tables linked to the run's page (the runs table is reports/html's)."""
-    by_id = {html.escape(link.timeline.run.run_id): link.href for link in links}
+    by_id = {html.escape(link.run_id): link.href for link in links}
 
     def linked(match: re.Match[str]) -> str:
         attributes, before, content, after = match.groups()

@@ -1,0 +1,28 @@
+"""A report's worker processes: jobs run forked when there are cores for them, in the caller on one core, and a
+file a worker cannot write is named in the parent as the one WriteFailed line."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from harness.errors import WriteFailed
+from reports.workers import Workers
+from reports.writing import write_whole
+
+
+def test_jobs_run_in_forked_workers_with_two_cores_and_in_the_calling_process_with_one():
+    with Workers(2) as two:
+        assert two.submit(os.getpid)() != os.getpid()
+    with Workers(1) as one:
+        assert one.submit(os.getpid)() == os.getpid()
+
+
+def test_a_file_a_worker_cannot_write_is_raised_in_the_parent_naming_it(tmp_path):
+    (tmp_path / "runs").write_text("a file where the run pages' folder goes")
+    target = tmp_path / "runs" / "r1.html"
+    with Workers(2) as workers, pytest.raises(WriteFailed) as refused:
+        workers.submit(write_whole, target, "<html></html>")()
+    assert refused.value.path == str(target)
+    assert str(refused.value).startswith(f"{target}: cannot write: ")
