@@ -112,10 +112,11 @@ def test_the_step_limit_ends_a_looping_agent(blog):
 
 def test_a_revision_note_reaches_the_model_as_the_denied_tool_result(blog):
     ctx, _ = scripted_ctx(blog, "reference", gatekeeper=Decisions("revise", note="shorter please"))
-    result = asyncio.run(get_mode(MODE).run(ctx))
-    assert result.status == "finished"  # the reference model stops once its approval is not given
+    with pytest.raises(Suspended):  # the reference model redoes the brief and asks again; nobody decides now
+        asyncio.run(get_mode(MODE).run(ctx))
     assert not ctx.approved("brief_approval") and "write_draft" not in [r.action for r in ctx.gateway.records]
-    assert "shorter please" in ctx.transcript[-1][0].messages[-1]["content"]
+    assert [r.action for r in ctx.gateway.records] == ["create_brief", "wait_for_approval"] * 2
+    assert "shorter please" in ctx.transcript[2][0].messages[-1]["content"]  # the denied tool result carries it
 
 
 @pytest.mark.parametrize("args", [[1, 2], "text", '{"topic": "a string, not an object"}'])
@@ -184,7 +185,8 @@ def test_a_revision_on_resume_is_a_denied_tool_and_the_gate_stays_closed(blog, t
         asyncio.run(get_mode(MODE).run(ctx))
     revise = HumanDecision(gate="brief_approval", decision="revise", who="tester", note="name the audience")
     fresh, events = resumed(blog, ctx, revise)
-    asyncio.run(get_mode(MODE).resume(fresh, revise))
+    with pytest.raises(Suspended):  # the brief redone, the approval asked again
+        asyncio.run(get_mode(MODE).resume(fresh, revise))
     assert not any(r.action == "write_draft" for r in fresh.gateway.records)
     assert next(e.result for e in events if e.decision_maker == "framework") == "tool_denied"
     assert "name the audience" in fresh.transcript[0][0].messages[-1]["content"]
