@@ -314,16 +314,31 @@ def _empty_note(ax: Axes, text: str) -> None:
 
 def _mark_not_applicable(ax: Axes, y: np.ndarray, metrics: Metrics, size: Size) -> bool:
     """A hatched grey bar labelled n/a for each group whose every run stopped at its mode's own plan review, which no
-    one answers without an approver: its rates are not 0, there are none (reports.metrics.unanswered_review)."""
+    one answers without an approver: its rates are not 0, there are none (reports.metrics.unanswered_review).
+
+    One column wide the label goes in the group's name line instead (``_na_counts``): a row squeezed to fit a page
+    is too low for a line of text on its bar, which would run into the next group's name."""
     marked = False
     for yi, g in zip(y, metrics.groups, strict=True):
         if g.not_applicable:
             na: dict[str, Any] = {"facecolor": palette.NOT_APPLICABLE, "hatch": "xx", "edgecolor": "#bbbbbb"}
             ax.barh(float(yi) + size.shift, 1.0, height=size.bar, linewidth=0, **na)
-            text = f"{NOT_APPLICABLE} ({g.unanswered_reviews} runs)"
-            ax.text(0.5, float(yi) + size.shift, text, ha="center", va="center", fontsize=SMALL, color="#333333")
+            if not size.column:
+                text = _na_text(g)
+                ax.text(0.5, float(yi) + size.shift, text, ha="center", va="center", fontsize=SMALL, color="#333333")
             marked = True
     return marked
+
+
+def _na_text(g: GroupMetrics) -> str:
+    return f"{NOT_APPLICABLE} ({g.unanswered_reviews} runs)"
+
+
+def _na_counts(metrics: Metrics, counts: list[str], size: Size) -> list[str]:
+    """The counts beside each group; one column wide, an n/a group's says n/a (its bar has no room for it)."""
+    if not size.column:
+        return counts
+    return [_na_text(g) if g.not_applicable else count for g, count in zip(metrics.groups, counts, strict=True)]
 
 
 def _unanswered(g: GroupMetrics) -> str:
@@ -362,7 +377,7 @@ def verdicts(metrics: Metrics, context: Context, size: Size = DOUBLE) -> Plot:
             text = f"n={known}" + (f" (+{g.infrastructure} infra)" if g.infrastructure else "") + _unanswered(g)
             counts.append(text if known or not g.judged else "no verdicts")
         marked = _mark_not_applicable(ax, y, part, size) or marked
-        _share_axis(ax, y, names, size, counts)
+        _share_axis(ax, y, names, size, _na_counts(part, counts, size))
     ax = panels[-1][0]  # the x label under the last panel, the legend from the first
     some = any(g.unanswered_reviews for g in metrics.groups)
     ax.set_xlabel(
@@ -432,7 +447,7 @@ def stop_correctness(metrics: Metrics, context: Context, size: Size = DOUBLE) ->
         ax.errorbar(shown, y + size.shift, xerr=error, fmt="none", ecolor="black", capsize=2, linewidth=0.8)
         counts = [f"{g.stop.successes}/{g.stop.n}{_unanswered(g)}" for g in part.groups]
         marked = _mark_not_applicable(ax, y, part, size) or marked
-        _share_axis(ax, y, names, size, counts)
+        _share_axis(ax, y, names, size, _na_counts(part, counts, size))
     ax.set_xlabel(
         _wrap(
             "stop-correct rate (bar), 95% interval: cluster bootstrap over stories (whiskers), "

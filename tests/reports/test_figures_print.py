@@ -274,3 +274,35 @@ def test_two_models_one_column_wide_fit_the_venues_page(venue):
         assert len(plot.figure.axes) == 2  # a panel per model
         assert height <= figs.PAGE_HEIGHTS[venue] - figs.CAPTION_ROOM, (plot.name, height)
         assert height >= figs.MIN_ROW * len(two.groups)  # squeezed, never below a legible row
+
+
+@pytest.fixture(scope="module")
+def two_model_folder(tmp_path_factory) -> Path:
+    """Two scripted models, every mode, four stories, two trials: hybrid_planner's reviews go unanswered (n/a)."""
+    from tests.helpers.bench import bench_in_process
+
+    folder = tmp_path_factory.mktemp("two-models") / "run"
+    stories = "blog_brief_approval,bank_transfer_compliance,data_migration,gdpr_erasure"
+    args = ["--model", "scripted:reference", "--model", "scripted:eager", "--trials", "2", "-s", stories]
+    done = bench_in_process("run", *args, "--out", str(folder))
+    assert done.returncode == 0, done.stderr
+    return folder
+
+
+@pytest.mark.parametrize("venue", sorted(figs.VENUES))
+def test_two_models_one_column_wide_an_na_groups_label_overlaps_no_other_text(two_model_folder, venue):
+    traces = load_traces([two_model_folder])
+    prepared = prepare(traces)
+    metrics = compute(traces, "model", prepared=prepared)
+    assert any(g.not_applicable for g in metrics.groups)
+    for make in (figs.verdicts, figs.stop_correctness):
+        plot = make(metrics, figure_context(prepared.runs, metrics), figs.sizes(venue)[1])
+        FigureCanvasAgg(plot.figure).draw()
+        renderer = plot.figure.canvas.get_renderer()  # type: ignore[attr-defined]
+        boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in visible_texts(plot)]
+        marked = [(text, box) for text, box in boxes if figs.NOT_APPLICABLE in text]
+        assert len(marked) == 2, plot.stem  # one n/a group per model's panel, said once each
+        for (text, box), (other, other_box) in itertools.product(marked, boxes):
+            overlap = min(box.y1, other_box.y1) - max(box.y0, other_box.y0)
+            across = min(box.x1, other_box.x1) - max(box.x0, other_box.x0)
+            assert text == other or overlap <= 0.5 or across <= 0.5, (plot.stem, venue, text, other)
