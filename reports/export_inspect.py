@@ -101,9 +101,10 @@ def export_inspect(path: Path, out: Path | None = None) -> InspectExport:
     if traces.incomplete_runs:
         warnings.append(f"{traces.incomplete_runs} run(s) without a valid last summary are not in the logs")
     files = []
+    folders: dict[str, FolderFacts] = {}  # each run folder's manifest and recording, read once for every log
     for values, runs in traces.runs.groupby(list(LOG_KEYS), observed=True, sort=True):
         key = tuple(str(v) for v in values)
-        log = _eval_log(traces, runs, metrics[key])
+        log = _eval_log(traces, runs, metrics[key], folders)
         file = out / f"{_file_name(key)}.eval"
         write_whole_file(file, partial(write_eval_log, log, format="eval"))
         files.append(file)
@@ -121,7 +122,7 @@ def _file_name(key: tuple[str, ...]) -> str:
 # ---------------------------------------------------------------- the log
 
 
-def _eval_log(traces: Traces, runs: pd.DataFrame, group: GroupMetrics) -> EvalLog:
+def _eval_log(traces: Traces, runs: pd.DataFrame, group: GroupMetrics, folders: dict[str, FolderFacts]) -> EvalLog:
     from inspect_ai.log import (
         EvalConfig,
         EvalDataset,
@@ -135,7 +136,7 @@ def _eval_log(traces: Traces, runs: pd.DataFrame, group: GroupMetrics) -> EvalLo
 
     model, mode, policy = (str(runs[k].iloc[0]) for k in LOG_KEYS)
     runs = runs.sort_values(["scenario", "trial", "run_id"], kind="stable")
-    samples = list(_samples(traces, runs))
+    samples = list(_samples(traces, runs, folders))
     usage = _total_usage([s.model_usage.get(model) for s in samples])
     starts = [s.started_at for s in samples if s.started_at]
     ends = [s.completed_at for s in samples if s.completed_at]
@@ -230,9 +231,9 @@ def _total_usage(usages: list[ModelUsage | None]) -> ModelUsage | None:
     return total
 
 
-def _samples(traces: Traces, runs: pd.DataFrame) -> Iterator[EvalSample]:
-    """One sample per run, in the order of ``runs``, each with its trace lines as events and its recorded calls."""
-    folders: dict[str, FolderFacts] = {}
+def _samples(traces: Traces, runs: pd.DataFrame, folders: dict[str, FolderFacts]) -> Iterator[EvalSample]:
+    """One sample per run, in the order of ``runs``, each with its trace lines as events and its recorded calls;
+    ``folders`` caches each source folder's facts (its recording is read once, not once a run)."""
     events = traces.events
     wanted = np.flatnonzero(events["run_id"].isin(runs["run_id"].astype(str)).to_numpy())
     lines: dict[str, list[dict[str, Any]]] = {}
@@ -241,7 +242,9 @@ def _samples(traces: Traces, runs: pd.DataFrame) -> Iterator[EvalSample]:
     rows: Iterator[Any] = runs.itertuples(index=False)
     for row in rows:
         source = str(row.source)
-        facts = folders.setdefault(source, FolderFacts(_folder(source)))
+        facts = folders.get(source)
+        if facts is None:
+            facts = folders[source] = FolderFacts(_folder(source))
         calls, _ = facts.calls(str(row.scenario), str(row.mode), int(row.trial), str(row.model))
         run_lines = sorted(lines.get(str(row.run_id), []), key=lambda line: line.get("seq", 0))
         yield _sample(row, run_lines, calls or [])
