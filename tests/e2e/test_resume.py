@@ -143,7 +143,8 @@ def test_a_second_resume_of_a_decided_run_says_already_decided_and_nothing_else(
 
 def test_reject_ends_the_run_with_nothing_gated_committed(suspended):
     folder = suspended
-    for summary in suspended_runs(folder):
+    # the quick suite: each mode and story once (tests/helpers/sweeps.py); CI rejects every suspended run
+    for summary in covering(suspended_runs(folder), lambda e: e.mode, lambda e: e.scenario):
         scenario, gate = LIBRARY[summary.scenario], summary.outcome.suspended_at
         result = resume(folder, summary.run_id, "reject", who="legal", note="no")
         assert committed(events_of(folder, summary.run_id), gated_by(scenario, gate)) == []
@@ -273,11 +274,11 @@ def test_a_killed_matrix_continues_to_exactly_the_runs_of_an_uninterrupted_one(t
 def test_no_gated_action_commits_without_its_approval_and_nothing_repeats_for_random_answers_and_decisions(
     tmp_path, mode
 ):
-    """1,000+ runs a mode (a runtime adapter: 150, a real framework costs milliseconds a run; a fifth of each in the
+    """1,000+ runs a mode (a runtime adapter: 150, a real framework costs milliseconds a run; 30 and 100 in the
     quick suite, tests/helpers/sweeps.py): random answers (scripted:random) and random decisions at every gate
     (approve, reject, revise); under an auditing gateway too when the mode claims a hard gate."""
-    runs = 150 if issubclass(MODES[mode], RuntimeMode) else 1000
-    check_random_answers_and_decisions(mode, tmp_path, runs=scaled(runs, runs // 5))
+    adapter = issubclass(MODES[mode], RuntimeMode)
+    check_random_answers_and_decisions(mode, tmp_path, runs=scaled(150, 30) if adapter else scaled(1000, 100))
 
 
 def test_resumed_runs_keep_the_guarantees_for_random_answers_and_decisions(tmp_path):
