@@ -185,10 +185,39 @@ def show(value: Any, fmt: Format) -> str:
 
 def to_markdown(table: Table) -> str:
     rows = [[cell.replace("|", "\\|") for cell in row] for row in table.display_rows()]
-    align = ["right" if c.numeric else "left" for c in table.columns]
-    body = tabulate(rows, headers=table.headers, tablefmt="github", disable_numparse=True, colalign=align)
+    right = [c.numeric for c in table.columns]
+    if _plain([*table.headers, *(cell for row in rows for cell in row)]):
+        body = github_table(table.headers, rows, right)
+    else:  # a line break, a control or a wide character in a cell: tabulate knows how to set those
+        align = ["right" if numeric else "left" for numeric in right]
+        body = tabulate(rows, headers=table.headers, tablefmt="github", disable_numparse=True, colalign=align)
     text = f"### {table.title}\n\n" + body
     return text + (f"\n\n{table.note}\n" if table.note else "\n")
+
+
+# One line of characters one column wide each: ASCII, Latin, dashes, quotes, bullets, arrows and math signs; no
+# controls, no zero-width or combining marks, no wide (CJK) characters.
+_PLAIN = re.compile(r"[ -~\u00a0-\u024f\u2010-\u2027\u2030-\u205e\u2190-\u22ff]*")
+
+
+def _plain(cells: Sequence[str]) -> bool:
+    return all(_PLAIN.fullmatch(cell) for cell in cells)
+
+
+def github_table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[bool]) -> str:
+    """A GitHub pipe table of one-line cells, character for character what tabulate's ``github`` format writes with
+    ``disable_numparse`` (cells stripped, each column at least its header plus two wide), without tabulate's type
+    inference over every cell (most of a report's Markdown time)."""
+    columns = [[cell.strip() for cell in column] for column in zip(*rows, strict=True)] or [[] for _ in headers]
+    right = right if rows else [False] * len(headers)  # no rows: tabulate sets every header flush left
+    widths = [max([len(h) + 2, *map(len, column)]) for h, column in zip(headers, columns, strict=True)]
+
+    def line(cells: Sequence[str]) -> str:
+        padded = (c.rjust(w) if r else c.ljust(w) for c, w, r in zip(cells, widths, right, strict=True))
+        return "|" + "|".join(f" {cell} " for cell in padded) + "|"
+
+    rule = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
+    return "\n".join([line(headers), rule, *(line(row) for row in zip(*columns, strict=True))])
 
 
 def to_terminal(table: Table, limit: int | None = None) -> str:
