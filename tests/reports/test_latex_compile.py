@@ -14,13 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.models import RECORDED_MODEL
 from reports.latex import LONG_ROWS, PACKAGES, WIDE, latex_files, to_latex
 from reports.report import build_report
 from reports.tables import Column, Table
 from tests.helpers.bench import bench_in_process
+from tests.reports.conftest import SHARED_REPORT
 
-AUDIT = RECORDED_MODEL.with_name("smollm2-135m-audit")
 MIN_FONT_PT = 6.0
 OVERFULL_PT = 1.0
 REFERENCE = "ZZSIXPOINTREF"  # a word set at exactly 6 pt: what the smallest allowed type measures in the PDF
@@ -30,11 +29,13 @@ BODY = re.compile(r"(main|verdicts|correctness|pass_k)_by_(mode|model)(_narrow)?
 TWO_MODEL_STORIES = "blog_brief_approval,bank_transfer_compliance,data_migration,gdpr_erasure"
 
 
-@pytest.fixture(scope="module")
-def latex_report(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("latex") / "report"
-    build_report([RECORDED_MODEL, AUDIT], out, formats=("latex",), by="scenario")
-    return out / "tables"
+pytestmark = SHARED_REPORT
+
+
+@pytest.fixture
+def latex_report(recorded_pair_report: Path) -> Path:
+    """The LaTeX tables of both recordings by story (the report the paper tests read too)."""
+    return recorded_pair_report / "tables"
 
 
 @pytest.fixture(scope="module")

@@ -20,18 +20,18 @@ from reports.figure_files import DPI
 from reports.latex import PACKAGES, latex_escape, to_latex
 from reports.load import load_traces
 from reports.metrics import GROUP_KEYS, compute, latency_samples, prepare
-from reports.report import build_report, figure_context
+from reports.report import figure_context
 from reports.tables import Column, Table
 from tests.helpers.report_fixtures import Call, Run, write_runs
+from tests.reports.conftest import AUDIT_RECORDING as AUDIT
+from tests.reports.conftest import SHARED_REPORT
 
-AUDIT = RECORDED_MODEL.with_name("smollm2-135m-audit")
+pytestmark = SHARED_REPORT
 
 
-@pytest.fixture(scope="module")
-def recorded_report(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("paper") / "report"
-    build_report([RECORDED_MODEL, AUDIT], out, by="scenario")
-    return out
+@pytest.fixture
+def recorded_report(recorded_pair_report: Path) -> Path:
+    return recorded_pair_report
 
 
 def pdflatex() -> str:
