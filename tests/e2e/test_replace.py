@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.helpers.bench import bench_process
+from tests.helpers.bench import bench_in_process, bench_process
 from tests.helpers.fault_server import FaultServer
 
 SMALL = ("--mode", "workflow", "--scenario", "blog_brief_approval")
@@ -63,18 +63,18 @@ def test_replace_refuses_a_run_folder_holding_a_users_file_naming_it_and_touches
 
 
 def test_replace_takes_a_folder_of_everything_a_live_run_and_its_report_wrote(tmp_path):
-    out = tmp_path / "run"
+    out = tmp_path / "run"  # every command in-process: what is proven is the folder, not a process boundary
     with FaultServer(["ok"]) as server:  # a live run: recording.jsonl, and a suspension's checkpoints.db
         env = {"LLM_API_URL": server.base_url, "LLM_MODEL": "fault-model", "LLM_API_KEY": "sk-replace-test-0000"}
-        live = bench_process("run", "--live", *SMALL, "--out", str(out), env=env)
+        live = bench_in_process("run", "--live", *SMALL, "--out", str(out), env=env)
     assert live.returncode == 0, live.stderr
-    report = bench_process("report", str(out))
+    report = bench_in_process("report", str(out))
     assert report.returncode == 0, report.stderr
     names = set(snapshot(out))
     assert {"recording.jsonl", "checkpoints.db", "report/report.html"} <= names
     assert any(n.startswith("report/figures/") for n in names) and any(n.startswith("report/tables/") for n in names)
 
-    result = bench_process("run", "--model", "scripted:eager", *SMALL, "--out", str(out), "--replace")
+    result = bench_in_process("run", "--model", "scripted:eager", *SMALL, "--out", str(out), "--replace")
     assert result.returncode == 0, result.stderr
     assert "scripted:eager" in (out / "manifest.json").read_text()
     assert not (out / "recording.jsonl").exists() and not (out / "report").exists()
