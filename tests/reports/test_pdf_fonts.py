@@ -72,3 +72,20 @@ def test_a_lean_subset_is_byte_for_byte_the_one_the_subsetter_makes_dropping_the
     whole = Font(path, lazy=True, recalcBBoxes=options.recalc_bounds, recalcTimestamp=options.recalc_timestamp)
     assert set(LAYOUT_TABLES) <= set(whole.keys())
     assert made(lean, options) == made(whole, subset.Options(glyph_names=True))
+
+
+def test_a_subset_of_the_same_glyphs_made_again_is_handed_out_from_memory_byte_for_byte():
+    from matplotlib import font_manager
+    from matplotlib.backends import _backend_pdf_ps
+    from matplotlib.ft2font import FT2Font
+
+    lean_subsets()
+    path = font_manager.findfont("DejaVu Sans")
+    fontfile = font_manager.FontPath(path, 0) if hasattr(font_manager, "FontPath") else path
+    glyphs = {FT2Font(path).get_char_index(ord(ch)) for ch in TEXT}
+    remembered = _backend_pdf_ps.get_glyphs_subset
+    with remembered.fresh(fontfile, set(glyphs)) as fresh:  # type: ignore[attr-defined]
+        expected = (_backend_pdf_ps.font_as_file(fresh.font).getvalue(), dict(fresh.glyph_index_map))
+    for _ in range(2):  # made (or found) once, then handed out from memory
+        with remembered(fontfile, iter(glyphs)) as made:
+            assert (_backend_pdf_ps.font_as_file(made.font).getvalue(), made.glyph_index_map) == expected
