@@ -104,7 +104,7 @@ def _shown(table: Table, columns: list[Column[Any]]) -> Shown:
     if not bounds:
         if rate.fmt == "ms":
             return Shown((rate,), _in_seconds(rate.header), _seconds([rate.get(r) for r in table.records]))
-        return Shown((rate,), rate.header, tuple(show(rate.get(r), rate.fmt) for r in table.records))
+        return Shown((rate,), rate.header, table.texts(rate))
     unit = ", %" if rate.fmt == "pct" else ""
     header = f"{rate.header}{unit} ({_interval_name(rate.header, bounds[0].header)})"
     texts = tuple(_with_interval(rate, bounds, record) for record in table.records)

@@ -10,6 +10,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 from itertools import groupby
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
@@ -144,7 +145,18 @@ class Table(Generic[R]):
         return [tuple(c.get(record) for c in self.columns) for record in self.records]
 
     def display_rows(self) -> list[list[str]]:
-        return [[show(c.get(record), c.fmt) for c in self.columns] for record in self.records]
+        columns = [self.texts(c) for c in self.columns]
+        return [[texts[i] for texts in columns] for i in range(len(self.records))]
+
+    def texts(self, column: Column[R]) -> tuple[str, ...]:
+        """Each row's value of ``column`` as shown: made once per table, read by every format that shows it."""
+        if column not in self._shown:
+            self._shown[column] = tuple(show(column.get(record), column.fmt) for record in self.records)
+        return self._shown[column]
+
+    @cached_property
+    def _shown(self) -> dict[Column[R], tuple[str, ...]]:
+        return {}
 
 
 def _undefined(value: Any) -> bool:
@@ -251,11 +263,9 @@ def to_html(table: Table) -> str:
     name, a run folder) may break after ``_`` or ``/``, so it wraps instead of widening the table past the window."""
     head = "".join(f'<th class="{"num" if c.numeric else "text"}">{_html_header(c.header)}</th>' for c in table.columns)
     body = []
-    for record in table.records:
-        cells = "".join(
-            f'<td class="{"num" if c.numeric else "text"}">{_html_text(show(c.get(record), c.fmt), c.key)}</td>'
-            for c in table.columns
-        )
+    columns = [(f'<td class="{"num" if c.numeric else "text"}">', table.texts(c), c.key) for c in table.columns]
+    for i in range(len(table.records)):
+        cells = "".join(f"{cell}{_html_text(texts[i], key)}</td>" for cell, texts, key in columns)
         body.append(f"<tr>{cells}</tr>")
     return (
         f'<table id="table-{table.name}" class="metrics" data-table="{table.name}">\n'
