@@ -158,34 +158,26 @@ def build_report(
     if traces.events.empty:
         raise UserInputError(f"{folders[0]}: no trace events to report on ({traces.skipped_count} lines skipped)")
     out = out if out is not None else default_out(folders)
-    prepared = prepare(traces, prices)
-    runs = prepared.runs
-    events = traces.events
-    if by == "mode" and events["model"].nunique() > 1:  # several models: the headline and figures per model and mode
-        by = "model"
-    groupings: list[Grouping] = ["mode"]
-    if by == "scenario" or events["scenario"].nunique() > 1:
-        groupings.append("scenario")
-    if by == "model" or events["model"].nunique() > 1:
-        groupings.append("model")
-    if by == "policy":
-        groupings.append("policy")
-    if by == "run" or events["source"].nunique() > 1:
-        groupings.append("run")
-    metrics = {g: compute(traces, g, prepared=prepared) for g in groupings}
-    # A column of one bar per mode x scenario is unreadable: those cells become a heatmap, the rest stays per mode.
-    shown: Grouping = "mode" if by == "scenario" else by
-    context = figure_context(runs, metrics[shown], figure_titles)
-    cells = metrics["scenario"] if by == "scenario" else None
-    decisions = decision_tallies(events, GROUP_KEYS[shown])  # who decided, kind by kind
-    inputs = FigureInputs(metrics[shown], latency_samples(prepared, shown), context, cells, decisions, venue)
     with Workers() as workers:  # the run pages and figures made meanwhile, in worker processes
         pages = None
-        if "html" in formats:  # every run's timeline on a page of its own, linked from report.html: the longest job
-            from reports.run_page import write_run_pages
+        if "html" in formats:  # every run's timeline on a page of its own, linked from report.html: the longest job,
+            from reports.run_page import write_run_pages  # started first: it reads the traces files itself
 
             pages = workers.submit(write_run_pages, traces.sources, len(traces.runs) + traces.incomplete_runs, out)
+        prepared = prepare(traces, prices)
+        runs = prepared.runs
+        events = traces.events
+        by, groupings = _groupings(by, events)
+        # A column of one bar per mode x scenario is unreadable: those cells become a heatmap, the rest per mode.
+        shown: Grouping = "mode" if by == "scenario" else by
+        drawn_from: list[Grouping] = [shown, "scenario"] if by == "scenario" else [shown]
+        metrics = {g: compute(traces, g, prepared=prepared) for g in drawn_from}  # the figures' first: drawn meanwhile
+        context = figure_context(runs, metrics[shown], figure_titles)
+        cells = metrics["scenario"] if by == "scenario" else None
+        decisions = decision_tallies(events, GROUP_KEYS[shown])  # who decided, kind by kind
+        inputs = FigureInputs(metrics[shown], latency_samples(prepared, shown), context, cells, decisions, venue)
         rendering = Rendering(inputs, workers)
+        metrics = {g: metrics[g] if g in metrics else compute(traces, g, prepared=prepared) for g in groupings}
         stories = metrics["scenario"] if "scenario" in metrics else compute(traces, "scenario", prepared=prepared)
         mode_tables = [tbl.seed000_table(metrics["mode"]), *spectrum_tables(stories)]
         intro = f"Grouped per {tbl.per(metrics[shown])}"
@@ -232,6 +224,23 @@ def build_report(
         warnings=warnings,
         header=header,
     )
+
+
+def _groupings(by: Grouping, events: pd.DataFrame) -> tuple[Grouping, list[Grouping]]:
+    """The grouping the headline and figures use (per model and mode when there are several models) and every
+    grouping the report has a section for."""
+    if by == "mode" and events["model"].nunique() > 1:
+        by = "model"
+    groupings: list[Grouping] = ["mode"]
+    if by == "scenario" or events["scenario"].nunique() > 1:
+        groupings.append("scenario")
+    if by == "model" or events["model"].nunique() > 1:
+        groupings.append("model")
+    if by == "policy":
+        groupings.append("policy")
+    if by == "run" or events["source"].nunique() > 1:
+        groupings.append("run")
+    return by, groupings
 
 
 def _meta(traces: Traces, runs: pd.DataFrame, prices: PriceTable | None) -> list[str]:
