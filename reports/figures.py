@@ -170,9 +170,18 @@ def _height(groups: int, size: Size, base: float = 1.5) -> float:
     """Inches for ``groups`` rows plus the title, axis and legend; one column wide those wrap onto more lines, so a
     figure of a few groups must still leave its axes room (else the layout collapses). Rows taller than the page
     allows (two models' panels one column wide) are squeezed to fit it, never below MIN_ROW."""
-    fixed = base + (1.4 if size.column else 0.0)
+    fixed = _fixed(size, base)
     rows = max(groups, 1)
     return fixed + max(min(size.row * rows, size.page - fixed), MIN_ROW * rows)
+
+
+def _fixed(size: Size, base: float) -> float:
+    return base + (1.4 if size.column else 0.0)
+
+
+def _squeezed(groups: int, size: Size, base: float = 1.5) -> bool:
+    """Whether ``_height`` squeezes these rows below their natural height to fit the page."""
+    return size.row * max(groups, 1) > size.page - _fixed(size, base)
 
 
 def _wrap(text: str, size: Size, points: float = FONT) -> str:
@@ -208,20 +217,28 @@ def _panels(metrics: Metrics, size: Size, base: float = 1.5) -> tuple[Figure, li
     several; one panel is titled with its n alone."""
     parts = facets(metrics)
     sizes = [max(len(part.groups), 1) for _, part in parts]
-    fig = _new(_height(sum(sizes), size, base=base + 0.3 * (len(parts) - 1)), size)
+    base += 0.3 * (len(parts) - 1)
+    fig = _new(_height(sum(sizes), size, base=base), size)
     axes = fig.subplots(len(parts), 1, sharex=True, height_ratios=sizes, squeeze=False)[:, 0]
+    squeezed = _squeezed(sum(sizes), size, base)
     for ax, (model, part) in zip(axes, parts, strict=True):
         n = f"n = {sum(g.judged for g in part.groups)} judged runs"
-        _panel_title(ax, f"model {clean_text(model, 60)}\n{n}" if model is not None else n, size)
+        _panel_title(ax, f"model {clean_text(model, 60)}\n{n}" if model is not None else n, size, squeezed=squeezed)
     return fig, [(ax, part) for ax, (_, part) in zip(axes, parts, strict=True)]
 
 
-def _panel_title(ax: Axes, text: str, size: Size, columns: int = 1) -> None:
+SQUEEZED_TITLE_PAD = 10.0  # points: a panel title's distance from its axes when the rows are squeezed (default 6)
+
+
+def _panel_title(ax: Axes, text: str, size: Size, columns: int = 1, squeezed: bool = False) -> None:
+    """The panel's title, left; one column wide with squeezed rows it stands further up: the first group's name,
+    above its bar, reaches out of the axes there and would run into it."""
     width = max(size.chars(FONT) // columns - 4, 10)
     ax.set_title(
         "\n".join(textwrap.fill(line, width, break_long_words=False) for line in text.split("\n")),
         fontsize=FONT,
         loc="left",
+        pad=SQUEEZED_TITLE_PAD if squeezed and size.column else None,
     )
 
 
@@ -564,7 +581,9 @@ def latency(
         )
         p99 = [b["p99"] for b in boxes]
         ax.plot(p99, np.arange(len(data)) + size.shift, "k|", markersize=6)
-        _panel_title(ax, f"{what}\nn = {sum(d.size for d in data)} {counted}", size, 2)
+        _panel_title(
+            ax, f"{what}\nn = {sum(d.size for d in data)} {counted}", size, 2, _squeezed(len(names), size, 1.9)
+        )
         ax.set_xlabel("seconds", fontsize=FONT)
         highest = max((b["p99"] for b in boxes if b["n"]), default=0.0)
         ax.set_xlim(0, highest * 1.05 if highest > 0 else 1)  # a latency is never negative
@@ -603,7 +622,9 @@ def tokens(metrics: Metrics, context: Context, size: Size = DOUBLE) -> Plot:
     ax.barh(y, completion, left=prompt, color=palette.TOKENS["completion"], label="completion", height=size.bar)
     _rows_axis(ax, y - size.shift, names, size)
     ax.xaxis.set_major_locator(MaxNLocator(nbins=4 if size.column else 6))
-    _panel_title(ax, f"n = {sum(g.runs for g in metrics.groups)} complete runs", size)
+    _panel_title(
+        ax, f"n = {sum(g.runs for g in metrics.groups)} complete runs", size, squeezed=_squeezed(len(names), size)
+    )
     ax.set_xlabel("mean tokens per complete run", fontsize=FONT)
     if not (prompt + completion).any():
         ax.set_xlim(0, 1)
@@ -646,7 +667,7 @@ def decision_share(
         ax.xaxis.set_major_locator(MaxNLocator(nbins=2 if size.column else 4, integer=True, min_n_ticks=2))
         ax.set_xlim(0, max(float(left.max()) * 1.05, 1.0))
         ax.set_xlabel("per run", fontsize=SMALL)
-        _panel_title(ax, f"{KIND_TITLES[kind]}\nn = {runs} runs", size, len(kinds))
+        _panel_title(ax, f"{KIND_TITLES[kind]}\nn = {runs} runs", size, len(kinds), _squeezed(len(names), size, 1.9))
     _rows_axis(axes[0], y, names, size)
     if not kinds:
         _empty_note(axes[0], "no decisions recorded")

@@ -292,19 +292,23 @@ def two_model_folder(tmp_path_factory) -> Path:
 
 
 @pytest.mark.parametrize("venue", sorted(figs.VENUES))
-def test_two_models_one_column_wide_an_na_groups_label_overlaps_no_other_text(two_model_folder, venue):
+def test_two_models_one_column_wide_no_text_overlaps_another_and_an_na_group_is_labelled(two_model_folder, venue):
     traces = load_traces([two_model_folder])
     prepared = prepare(traces)
     metrics = compute(traces, "model", prepared=prepared)
     assert any(g.not_applicable for g in metrics.groups)
-    for make in (figs.verdicts, figs.stop_correctness):
-        plot = make(metrics, figure_context(prepared.runs, metrics), figs.sizes(venue)[1])
+    decisions = decision_tallies(traces.events, GROUP_KEYS["model"])
+    context = figure_context(prepared.runs, metrics)
+    samples = latency_samples(prepared, "model")
+    for plot in figs.all_plots(metrics, samples, context, None, decisions, figs.sizes(venue)[1]):
+        if plot.name == "tokens":
+            continue  # scripted models report no tokens: the figure is a note that says so, over its rows
         FigureCanvasAgg(plot.figure).draw()
         renderer = plot.figure.canvas.get_renderer()  # type: ignore[attr-defined]
         boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in visible_texts(plot)]
-        marked = [(text, box) for text, box in boxes if figs.NOT_APPLICABLE in text]
-        assert len(marked) == 2, plot.stem  # one n/a group per model's panel, said once each
-        for (text, box), (other, other_box) in itertools.product(marked, boxes):
+        if plot.name in ("verdicts", "stop_correctness"):  # one n/a group per model's panel, said once each
+            assert sum(figs.NOT_APPLICABLE in text for text, _ in boxes) == 2, plot.stem
+        for (text, box), (other, other_box) in itertools.combinations(boxes, 2):
             overlap = min(box.y1, other_box.y1) - max(box.y0, other_box.y0)
             across = min(box.x1, other_box.x1) - max(box.x0, other_box.x0)
-            assert text == other or overlap <= 0.5 or across <= 0.5, (plot.stem, venue, text, other)
+            assert overlap <= 0.5 or across <= 0.5, (plot.stem, venue, text, other)
