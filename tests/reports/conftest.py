@@ -1,7 +1,10 @@
-"""The report of both committed recordings, made once for the tests that read it (the paper's and LaTeX's)."""
+"""The report of both committed recordings, made once a test run for the tests that read it (the paper's and
+LaTeX's), whichever xdist worker asks first."""
 
 from __future__ import annotations
 
+import fcntl
+import os
 from pathlib import Path
 
 import pytest
@@ -10,13 +13,26 @@ from harness.models import RECORDED_MODEL
 from reports.report import build_report
 
 AUDIT_RECORDING = RECORDED_MODEL.with_name("smollm2-135m-audit")
-# The modules that read the shared report run on one xdist worker (--dist loadgroup), which makes it once.
-SHARED_REPORT = pytest.mark.xdist_group("recorded_pair_report")
+
+
+def run_wide_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder every xdist worker of this test run shares (the run's base folder, whose popen-gwN folders are the
+    workers' own); without xdist, the run's own base folder. (xdist's --dist loadgroup would put the readers on one
+    worker instead, but pytest 9.2 ignores the group it sets: pytest-xdist issue 1386.)"""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if "PYTEST_XDIST_WORKER" in os.environ else base
 
 
 @pytest.fixture(scope="session")
 def recorded_pair_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The enforcing and the auditing recording reported together by story, every format: a paper's input."""
-    out = tmp_path_factory.mktemp("paper") / "report"
-    build_report([RECORDED_MODEL, AUDIT_RECORDING], out, by="scenario")
+    """The enforcing and the auditing recording reported together by story, every format: a paper's input. The
+    first worker to ask builds it under a lock; the others wait for it and read the same files."""
+    shared = run_wide_folder(tmp_path_factory)
+    out = shared / "recorded-pair-report"
+    done = shared / "recorded-pair-report.done"
+    with (shared / "recorded-pair-report.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            build_report([RECORDED_MODEL, AUDIT_RECORDING], out, by="scenario")
+            done.touch()
     return out

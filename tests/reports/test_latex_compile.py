@@ -18,7 +18,6 @@ from reports.latex import LONG_ROWS, PACKAGES, WIDE, latex_files, to_latex
 from reports.report import build_report
 from reports.tables import Column, Table
 from tests.helpers.bench import bench_in_process
-from tests.reports.conftest import SHARED_REPORT
 
 MIN_FONT_PT = 6.0
 OVERFULL_PT = 1.0
@@ -27,9 +26,6 @@ REFERENCE = "ZZSIXPOINTREF"  # a word set at exactly 6 pt: what the smallest all
 # correctness and pass^k per mode or per model, both variants.
 BODY = re.compile(r"(main|verdicts|correctness|pass_k)_by_(mode|model)(_narrow)?")
 TWO_MODEL_STORIES = "blog_brief_approval,bank_transfer_compliance,data_migration,gdpr_erasure"
-
-
-pytestmark = SHARED_REPORT
 
 
 @pytest.fixture

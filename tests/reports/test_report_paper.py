@@ -24,9 +24,6 @@ from reports.report import figure_context
 from reports.tables import Column, Table
 from tests.helpers.report_fixtures import Call, Run, write_runs
 from tests.reports.conftest import AUDIT_RECORDING as AUDIT
-from tests.reports.conftest import SHARED_REPORT
-
-pytestmark = SHARED_REPORT
 
 
 @pytest.fixture
