@@ -212,9 +212,11 @@ def facets(metrics: Metrics) -> list[tuple[str | None, Metrics]]:
     return [(model, replace(metrics, groups=groups)) for model, groups in panels.items()]
 
 
-def _panels(metrics: Metrics, size: Size, base: float = 1.5) -> tuple[Figure, list[tuple[Axes, Metrics]]]:
+def _panels(
+    metrics: Metrics, context: Context, size: Size, base: float = 1.5
+) -> tuple[Figure, list[tuple[Axes, Metrics]]]:
     """A figure with a row of bars per group, in a panel per model (titled with it and its n) when there are
-    several; one panel is titled with its n alone."""
+    several; one panel is titled with its n alone, and only where the figure has no title (which states n)."""
     parts = facets(metrics)
     sizes = [max(len(part.groups), 1) for _, part in parts]
     base += 0.3 * (len(parts) - 1)
@@ -223,7 +225,10 @@ def _panels(metrics: Metrics, size: Size, base: float = 1.5) -> tuple[Figure, li
     squeezed = _squeezed(sum(sizes), size, base)
     for ax, (model, part) in zip(axes, parts, strict=True):
         n = f"n = {sum(g.judged for g in part.groups)} judged runs"
-        _panel_title(ax, f"model {clean_text(model, 60)}\n{n}" if model is not None else n, size, squeezed=squeezed)
+        if model is not None:
+            _panel_title(ax, f"model {clean_text(model, 60)}\n{n}", size, squeezed=squeezed)
+        elif not context.titled:
+            _panel_title(ax, n, size, squeezed=squeezed)
     return fig, [(ax, part) for ax, (_, part) in zip(axes, parts, strict=True)]
 
 
@@ -377,7 +382,7 @@ def verdicts(metrics: Metrics, context: Context, size: Size = DOUBLE) -> Plot:
     The correct share is split by content: solid where the oracle passed too (the work was right), hatched where
     the run stopped in the right place with work the oracle faults, so a right stop is never read as right work.
     """
-    fig, panels = _panels(metrics, size)
+    fig, panels = _panels(metrics, context, size)
     marked = False
     for ax, part in panels:
         names = labels(part)
@@ -450,7 +455,7 @@ def _share(part: int, whole: int) -> float:
 
 
 def stop_correctness(metrics: Metrics, context: Context, size: Size = DOUBLE) -> Plot:
-    fig, panels = _panels(metrics, size)
+    fig, panels = _panels(metrics, context, size)
     marked = False
     for ax, part in panels:
         names = labels(part)
