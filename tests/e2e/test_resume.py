@@ -91,8 +91,19 @@ def test_every_suspending_mode_resumes_in_a_new_process_and_commits_the_gated_ac
         # each mode's first stop goes on in a new process in CI, the first mode's in the quick suite; the rest here
         if summary.mode not in in_new_process and (FULL_SWEEPS or not in_new_process):
             in_new_process.add(summary.mode)
+            # --gate: a bare --approve is refused where a mode's own review stopped the run first (hybrid_planner)
             approved = bench_process(
-                "resume", str(suspended), "--run", summary.run_id, "--approve", "--as", "editor", "--note", "fine"
+                "resume",
+                str(suspended),
+                "--run",
+                summary.run_id,
+                "--approve",
+                "--gate",
+                gate,
+                "--as",
+                "editor",
+                "--note",
+                "fine",
             )
             assert approved.returncode == 0, approved.stderr
         else:
