@@ -3,7 +3,8 @@
 The baseline is a child that only imports pandas, pyarrow and matplotlib (the floor of any report made
 with them); the other child runs ``bench report`` on ``results/recorded/smollm2-135m`` into a temporary
 folder, every format (Markdown, CSV, LaTeX, HTML, PNG and PDF figures, one page a run). Rounds interleave
-the two; the figure is the median of each round's ratio, with its target and ok or MISSED.
+the two, each report written into a folder of its own (nothing a round before wrote is there); the figure is the
+median of each round's ratio, with its target and ok or MISSED.
 Run: .venv/bin/python benchmarks/report_recording.py [--rounds 7] [--recording DIR]
 """
 
@@ -29,11 +30,14 @@ def main() -> int:
     args = parser.parse_args()
     bases, reports, ratios = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
-        report = [BENCH, "report", str(args.recording), "--out", str(Path(tmp) / "report")]
+
+        def report(round_: int) -> list[str]:  # a fresh folder each round: the cold report, nothing of a round before
+            return [BENCH, "report", str(args.recording), "--out", str(Path(tmp) / f"report-{round_}")]
+
         seconds(BASELINE)  # warm the file cache once for both
-        seconds(report)
-        for _ in range(args.rounds):
-            base, took = seconds(BASELINE), seconds(report)
+        seconds(report(0))
+        for round_ in range(1, args.rounds + 1):
+            base, took = seconds(BASELINE), seconds(report(round_))
             bases.append(base)
             reports.append(took)
             ratios.append(took / base)

@@ -23,6 +23,8 @@ _FORMATTING = re.compile(r"[\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 def printable(text: str, *, one_line: bool = False) -> str:
     """``text`` with every control character shown as ``\\xNN`` / ``\\uNNNN``; with ``one_line``, newlines too."""
+    if text.isprintable():  # no control, format or separator character, no newline or tab: nothing to show
+        return text
     cleaned = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
     cleaned = _FORMATTING.sub(lambda m: f"\\u{ord(m.group()):04x}", cleaned)
     if one_line:

@@ -3,6 +3,10 @@
 Drawing and saving the figures is most of a report's time, and each figure is independent of the others: a figure
 at one print size is one job (its PNG and PDF from one drawing, the PNG's layout kept for the PDF), run by the
 report's workers (reports.workers: forked, one per core; on one core, in the calling process).
+
+Each figure's layout is worked out once, before its files are written, by its layout engine with the renderer the
+first file is written with, then kept: ``savefig`` of a figure with a layout engine draws the whole figure once
+without output to work the layout out, then draws it again for the file. The files are the same, byte for byte.
 """
 
 from __future__ import annotations
@@ -11,6 +15,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.backends.backend_pdf import FigureCanvasPdf
+from matplotlib.figure import Figure
 
 from reports import figures as figs
 from reports.decision_kinds import DecisionTally
@@ -53,10 +60,31 @@ def draw(inputs: FigureInputs, name: str, column: bool) -> tuple[str, bytes, byt
     size = figs.sizes(inputs.venue)[1 if column else 0]
     with figs.style():
         plot = figs.makers(inputs.metrics, inputs.samples, inputs.context, inputs.cells, inputs.decisions, size)[name]()
+        lay_out(plot.figure, None if column else DPI)  # the PNG's layout holds for the full-width PDF
     png = b"" if column else figs.to_bytes(plot.figure, "png", DPI)
-    if not column:
-        plot.figure.set_layout_engine("none")  # the layout the PNG computed holds for the PDF: not worked out twice
     return plot.title, png, figs.to_bytes(plot.figure, "pdf")
+
+
+def lay_out(figure: Figure, dpi: float | None) -> None:
+    """The figure's layout worked out by its engine and kept (no engine left to run at each save): with the Agg
+    renderer at ``dpi`` where the first file is a PNG, else with the PDF renderer (``dpi`` None), as ``savefig``
+    would, without its drawing of the whole figure to do it. Call it under ``figures.style()``."""
+    engine = figure.get_layout_engine()
+    if engine is None:
+        return
+    shown = figure.dpi
+    if dpi is None:
+        FigureCanvasPdf(figure)  # the engine asks the figure's canvas for its renderer: the PDF one, at 72 dpi
+    else:
+        FigureCanvasAgg(figure)
+        figure.dpi = dpi
+    try:
+        engine.execute(figure)
+    finally:
+        figure.dpi = shown
+    # No engine at all: "none" leaves a placeholder engine, and savefig draws a figure with any engine once
+    # without output before it draws the file. (matplotlib 3.11 has no public call that removes it.)
+    figure._layout_engine = None  # type: ignore[attr-defined]
 
 
 class Rendering:

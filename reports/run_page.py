@@ -25,7 +25,7 @@ from harness.scenario.mermaid import mermaid
 from harness.scenario.story_text import oracle_rows, rule_rows
 from harness.terminal import printable
 from reports import palette
-from reports.run_story import FolderFacts, RunExtras, StoryFinder, siblings_of
+from reports.run_story import FolderFacts, RunExtras, StoryFinder, siblings_by_run
 from reports.runs_explorer import with_run_pages
 from reports.workflow_svg import STYLE as WORKFLOW_STYLE
 from reports.workflow_svg import workflow_svg
@@ -372,7 +372,7 @@ def write_run_pages(sources: Sequence[str], total: int, out: Path, library: Path
                 name = _file_name(run_id, taken)
                 links.append(RunLink(t.run.run_id, f"{RUNS_DIR}/{name}.html"))
                 pending.append((t, name, facts, workflow_path(events)))
-        cells = [(t.run.run_id, _cell(t), t.run.trial, f"{name}.html") for t, name, _, _ in pending]
+        siblings = siblings_by_run([(t.run.run_id, _cell(t), t.run.trial, f"{name}.html") for t, name, _, _ in pending])
         for t, name, facts, walked in pending:
             run = t.run
             calls, note = facts.calls(run.scenario, run.mode, run.trial, run.model)
@@ -381,7 +381,7 @@ def write_run_pages(sources: Sequence[str], total: int, out: Path, library: Path
                 calls_note=note,
                 story=stories.story(run.scenario, facts.manifest),
                 path=walked,
-                siblings=siblings_of(cells, run.run_id),
+                siblings=siblings[run.run_id],
             )
             target = out / RUNS_DIR / f"{name}.html"
             _put(target, page(t, extras=extras, blocks=blocks))

@@ -151,10 +151,22 @@ CellOfRun = tuple[str, tuple[str, str, str, str | None], int | None, str | None]
 
 def siblings_of(cells: Sequence[CellOfRun], run_id: str) -> list[Sibling]:
     """The trials of ``run_id``'s cell among ``cells`` (run id, cell, trial, href), by trial."""
-    mine = next((cell for rid, cell, _, _ in cells if rid == run_id), None)
-    same = [(rid, trial, href) for rid, cell, trial, href in cells if cell == mine]
-    same.sort(key=lambda s: (s[1] is None, s[1] or 0, s[0]))
-    return [Sibling(rid, trial, href, rid == run_id) for rid, trial, href in same]
+    return siblings_by_run(cells).get(run_id, [])
+
+
+def siblings_by_run(cells: Sequence[CellOfRun]) -> dict[str, list[Sibling]]:
+    """Every run's ``siblings_of``, from one pass over ``cells`` (a run id given twice: its first cell)."""
+    trials: dict[tuple[str, str, str, str | None], list[tuple[str, int | None, str | None]]] = {}
+    first: dict[str, tuple[str, str, str, str | None]] = {}
+    for rid, cell, trial, href in cells:
+        trials.setdefault(cell, []).append((rid, trial, href))
+        first.setdefault(rid, cell)
+    for same in trials.values():
+        same.sort(key=lambda s: (s[1] is None, s[1] or 0, s[0]))
+    return {
+        run_id: [Sibling(rid, trial, href, rid == run_id) for rid, trial, href in trials[cell]]
+        for run_id, cell in first.items()
+    }
 
 
 def extras_of_run(where: Path, t: Timeline, library: Path | None = None) -> RunExtras:
