@@ -15,6 +15,7 @@ import pytest  # noqa: E402
 from harness.scenario.load import load_scenario  # noqa: E402
 from harness.scenario.model import Scenario  # noqa: E402
 from tests.helpers.bench import SCENARIOS  # noqa: E402
+from tests.helpers.sweeps import FULL_SWEEPS, FULL_SWEEPS_VARIABLE  # noqa: E402
 
 # bench fits its tables to COLUMNS (harness/terminal.py), and pytest's readline import exports the terminal's size
 # (COLUMNS=80, LINES) to the C environment, where os.environ does not show it but every child process inherits it.
@@ -22,6 +23,16 @@ from tests.helpers.bench import SCENARIOS  # noqa: E402
 if "COLUMNS" not in os.environ:
     os.unsetenv("COLUMNS")
     os.unsetenv("LINES")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The quick suite skips the tests marked slow, saying where they run; CI (BENCH_FULL_SWEEPS=1) runs them all."""
+    if FULL_SWEEPS:
+        return
+    skip = pytest.mark.skip(reason=f"slow: runs in CI and with {FULL_SWEEPS_VARIABLE}=1")
+    for item in items:
+        if item.get_closest_marker("slow") is not None:
+            item.add_marker(skip)
 
 
 @pytest.fixture(scope="session")

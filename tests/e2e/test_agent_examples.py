@@ -33,6 +33,7 @@ EXAMPLES = {  # each example, and the in-process adapter of its framework where 
 STORIES_RUN = STORIES if FULL_SWEEPS else STORIES[:1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("example", list(EXAMPLES) if FULL_SWEEPS else list(EXAMPLES)[:1])
 def test_an_example_agent_is_judged_and_commits_nothing_gated_early_under_enforce(example, tmp_path):
     command, adapter = EXAMPLES[example][0](), EXAMPLES[example][1]

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import socket
 
+import pytest
+
 from harness.models.dead_endpoint import DEFAULT_STOP_AFTER
 from harness.records.trace import TraceEvent
 from tests.helpers.bench import bench_in_process as bench
@@ -41,6 +43,7 @@ def test_a_live_matrix_against_a_port_where_nothing_listens_exits_3_before_any_r
     assert not out.exists()  # no run started, so nothing is left behind
 
 
+@pytest.mark.slow
 def test_a_url_that_serves_a_web_page_is_named_once_with_its_title(tmp_path):
     with HostileServer([PAGE], content_type="text/html", answers_preflight=True) as server:
         run = bench("run", "--model", "live", "--out", str(tmp_path / "run"), env=live_env(server.base_url))
@@ -65,6 +68,7 @@ def summaries(out) -> list[TraceEvent]:
     return [e for e in (TraceEvent.model_validate_json(line) for line in lines) if e.kind == "summary"]
 
 
+@pytest.mark.slow
 def test_runs_failing_alike_stop_the_matrix_after_k_and_resume_continues_it(tmp_path):
     out = tmp_path / "run"
     args = ("--mode", "all", "--scenario", "blog_brief_approval", "--trials", "2", "--retries", "0")
@@ -118,6 +122,7 @@ def test_the_default_stop_is_documented_and_the_flag_is_in_the_help():
     assert "--stop-after-failures" in help_text and "default 10; 0 never" in " ".join(help_text.split())
 
 
+@pytest.mark.slow
 def test_a_silent_endpoint_is_named_in_one_line_before_any_run(tmp_path):
     out = tmp_path / "run"
     with FaultServer(["ok"], preflight=["silent"] * 3) as server:  # accepts every connection, never answers

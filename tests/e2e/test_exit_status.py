@@ -94,6 +94,7 @@ def keep_trials(recording: Path, target: Path, trials: set[int]) -> Path:
     return target
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("answered", "code", "line"),
     [

@@ -79,6 +79,7 @@ def check_completed(out: Path) -> None:
     assert len(cells) == len(manifest["modes"]) * len(manifest["scenarios"]) * manifest["trials"] == manifest["runs"]
 
 
+@pytest.mark.slow
 def test_a_run_on_a_full_small_filesystem_names_the_file_and_resume_completes_it_once_space_is_freed(small_disk):
     out = small_disk / "run"
     ballast = fill(small_disk, leave=200_000)
@@ -100,6 +101,7 @@ def test_a_run_on_a_full_small_filesystem_names_the_file_and_resume_completes_it
     check_completed(out)
 
 
+@pytest.mark.slow
 def test_a_report_on_a_full_small_filesystem_names_the_file_and_leaves_no_partial_file(small_disk, tmp_path):
     run = tmp_path / "run"
     assert bench_process("run", *SMALL, "--out", str(run)).returncode == 0
@@ -234,6 +236,7 @@ def test_a_checkpoint_database_that_cannot_be_written_stops_the_matrix_like_any_
     assert manifest["status"] == "failed" and manifest["stopped_because"] == f"{database}: cannot write: {FULL}"
 
 
+@pytest.mark.slow
 def test_resume_twice_in_a_row_on_a_full_disk_is_one_line_each_and_completes_once_space_is_freed(small_disk):
     out = small_disk / "run"
     suspending = ("--mode", "all", "--scenario", "all", "--model", "scripted:eager")  # checkpoints at every gate
@@ -251,6 +254,7 @@ def test_resume_twice_in_a_row_on_a_full_disk_is_one_line_each_and_completes_onc
     check_completed(out)
 
 
+@pytest.mark.slow
 def test_a_checkpoint_database_without_its_table_is_made_whole_when_runs_are_dropped(tmp_path):
     from harness.matrix.pipeline.unfinished import keep_finished_runs
 

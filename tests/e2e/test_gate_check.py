@@ -68,6 +68,7 @@ def test_show_presents_the_alert_the_timeout_the_block_and_the_cache_hit(story_r
     assert "4111 1111 1111 1111" not in text.split("run starts")[1]  # the gateway's lines hold it redacted
 
 
+@pytest.mark.slow
 def test_the_report_counts_the_cache_and_the_scanners_blocks(story_run, tmp_path):
     done = bench_in_process("report", str(story_run), "--out", str(tmp_path / "r"), "--format", "md")
     assert done.returncode == 0, done.stderr

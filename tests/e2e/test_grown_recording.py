@@ -36,6 +36,7 @@ def recorded(tmp_path, monkeypatch, capsys) -> tuple[Path, int]:
     return tmp_path / "old", server.served["ok"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_adding_a_story_asks_only_its_requests_and_the_result_replays_exactly(
     recorded, tmp_path, monkeypatch, capsys, workers
@@ -63,6 +64,7 @@ def test_adding_a_story_asks_only_its_requests_and_the_result_replays_exactly(
     assert code == 0, out + err
 
 
+@pytest.mark.slow
 def test_a_changed_prompt_is_asked_again(recorded, tmp_path, monkeypatch, capsys):
     """A story file edited so its task text changes: its requests hash differently, so every one is asked."""
     old, asked_before = recorded
@@ -83,6 +85,7 @@ def test_a_changed_prompt_is_asked_again(recorded, tmp_path, monkeypatch, capsys
     assert counts["served"] == 0 and counts["asked"] == server.served["ok"]
 
 
+@pytest.mark.slow
 def test_two_recordings_grown_apart_serve_one_matrix_that_asks_nothing_new(recorded, tmp_path, monkeypatch, capsys):
     """`--record-through` twice: the old story from one recording, the new story from another; nothing is asked,
     the manifest names both folders, and the result replays exactly."""

@@ -44,6 +44,7 @@ def test_the_project_keeps_its_layers(tmp_path):
     assert "0 broken" in done.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("module", "line", "named"),
     [

@@ -77,6 +77,7 @@ AT_CONCURRENCY = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("signum", "code", "concurrency"), AT_CONCURRENCY)
 def test_a_signal_mid_matrix_at_any_concurrency_stops_cleanly_and_resume_completes_it(
     tmp_path, signum, code, concurrency
@@ -91,6 +92,7 @@ def test_a_signal_mid_matrix_at_any_concurrency_stops_cleanly_and_resume_complet
     check_resumed(out)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("signum", "code"), SIGNALS)
 def test_a_signal_during_a_live_matrix_at_concurrency_4_stops_every_request_and_resume_completes_it(
     tmp_path, signum, code

@@ -115,6 +115,7 @@ def check_interrupted(out: Path, code: int, expected: int, stderr: str) -> Trace
     return summary
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("signum", "expected"), SIGNALS, ids=IDS)
 def test_a_signal_during_a_model_call_that_never_returns_ends_the_run(tmp_path, signum, expected):
     out = tmp_path / "run"

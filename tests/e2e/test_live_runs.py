@@ -7,6 +7,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from harness.cli.app import app
@@ -59,6 +60,7 @@ def events(out: Path) -> list[TraceEvent]:
     return [TraceEvent.model_validate_json(line) for line in (out / "traces.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.slow
 def test_fault_matrix_completes_classified_and_keyless(tmp_path):
     out = tmp_path / "run"
     with FaultServer(SCRIPT, hang_s=2.0) as server:
@@ -101,6 +103,7 @@ def test_fault_matrix_completes_classified_and_keyless(tmp_path):
             assert KEY.encode() not in path.read_bytes(), path.name
 
 
+@pytest.mark.slow
 def test_concurrency_bounds_requests_in_flight(tmp_path):
     out = tmp_path / "run"
     with FaultServer(["ok"], hold_until=3) as server:  # each request waits until three are in flight

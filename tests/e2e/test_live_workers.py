@@ -41,17 +41,20 @@ def folders(tmp_path_factory) -> tuple[Path, Path, FaultServer]:
     return one, two, server
 
 
+@pytest.mark.slow
 def test_two_live_workers_keep_every_request_within_the_global_concurrency(folders):
     _, _, server = folders
     assert server.max_in_flight == 4 and not server.held_too_long  # both workers' shares were in flight together
 
 
+@pytest.mark.slow
 def test_live_workers_write_the_same_traces_as_one_process(folders):
     one, two, _ = folders
     assert without_time(one) == without_time(two)
     assert read_manifest(two).workers == 2 and read_manifest(one).workers == 1
 
 
+@pytest.mark.slow
 def test_the_driver_writes_each_units_recording_with_it_and_never_the_key(folders):
     _, two, _ = folders
     entries = [RecordEntry.model_validate_json(line) for line in (two / "recording.jsonl").open()]
@@ -60,6 +63,7 @@ def test_the_driver_writes_each_units_recording_with_it_and_never_the_key(folder
     assert KEY not in (two / "recording.jsonl").read_text()
 
 
+@pytest.mark.slow
 def test_the_manifest_says_about_the_endpoint_what_one_process_says(folders):
     one, two, _ = folders
     live_one, live_two = read_manifest(one).live, read_manifest(two).live
@@ -69,6 +73,7 @@ def test_the_manifest_says_about_the_endpoint_what_one_process_says(folders):
     assert live_two.client == live_one.client  # the global bound, not a worker's share
 
 
+@pytest.mark.slow
 def test_bench_replay_of_a_folder_recorded_by_two_workers_matches_it(folders, tmp_path):
     _, two, _ = folders
     result = CliRunner().invoke(app, ["replay", str(two), "--out", str(tmp_path / "again")])
@@ -76,6 +81,7 @@ def test_bench_replay_of_a_folder_recorded_by_two_workers_matches_it(folders, tm
     assert "8 runs, every run's events and outcome match the recording" in result.output
 
 
+@pytest.mark.slow
 def test_each_step_down_the_workers_clients_learnt_is_in_the_manifest_once(tmp_path):
     env = {"LLM_API_URL": "", "LLM_MODEL": "o3-mini", "LLM_API_KEY": KEY}
     with ProviderServer("openai") as server:

@@ -18,6 +18,7 @@ EXAMPLE = ROOT / "examples" / "my_langgraph_agent.py"
 BLOG = "blog_brief_approval"
 
 
+@pytest.mark.slow
 def test_the_example_agent_runs_from_outside_the_repository_and_resumes_in_a_new_process(tmp_path):
     mine = tmp_path / "elsewhere" / "agent.py"
     mine.parent.mkdir()
@@ -89,6 +90,7 @@ def test_a_module_of_the_current_folder_is_found_and_its_declared_framework_wins
         sys.modules.pop("team_agent", None)
 
 
+@pytest.mark.slow
 def test_an_agent_given_by_a_relative_path_runs_in_worker_processes_as_in_one(tmp_path, monkeypatch):
     from harness import RunSpec, run
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import sys
 
+import pytest
+
 from harness.records.checkpoint import CheckpointStore
 from harness.records.trace import read_events
 from tests.helpers.bench import ROOT, bench_main
@@ -19,6 +21,7 @@ def _toml(folder, name: str, **fields: object) -> None:
     (folder / "bench.toml").write_text(f"[agents.{name}]\n" + "\n".join(lines) + "\n")
 
 
+@pytest.mark.slow
 def test_a_named_agent_that_declares_resume_goes_on_with_the_decision_and_its_conversation(
     tmp_path, monkeypatch, capsys
 ):
@@ -39,6 +42,7 @@ def test_a_named_agent_that_declares_resume_goes_on_with_the_decision_and_its_co
     assert calls == sorted(calls) and calls[-1] > 3
 
 
+@pytest.mark.slow
 def test_resume_of_an_agent_that_declares_none_is_refused_in_one_line_and_nothing_is_claimed(
     tmp_path, monkeypatch, capsys
 ):

@@ -70,6 +70,7 @@ def run_matrix(folder: Path, **changes: Any) -> Any:
     return run(RunSpec(**MATRIX | {"out": folder} | changes))
 
 
+@pytest.mark.slow
 def test_ray_gives_the_same_traces_and_report_tables_as_one_process_and_two_workers(cluster, tmp_path):
     one = run_matrix(tmp_path / "one", workers=1).folder
     two = run_matrix(tmp_path / "two", workers=2).folder
@@ -80,6 +81,7 @@ def test_ray_gives_the_same_traces_and_report_tables_as_one_process_and_two_work
     assert set(summaries(result.folder).values()) == {1} and len(summaries(result.folder)) == 27
 
 
+@pytest.mark.slow
 def test_a_node_removed_mid_matrix_leaves_every_cell_exactly_once(cluster, tmp_path, monkeypatch):
     spare = cluster.add_node(**NODE)  # the node to lose: the module's others stay for the next tests
     cluster.wait_for_nodes()
@@ -125,6 +127,7 @@ def test_a_node_removed_mid_matrix_leaves_every_cell_exactly_once(cluster, tmp_p
     assert read_manifest(result.folder).duplicate_units == 0
 
 
+@pytest.mark.slow
 def test_resume_on_ray_runs_only_the_missing_cells(cluster, tmp_path):
     whole = run_matrix(tmp_path / "whole", workers=1).folder
     folder = run_matrix(tmp_path / "cut", workers=1).folder
@@ -138,6 +141,7 @@ def test_resume_on_ray_runs_only_the_missing_cells(cluster, tmp_path):
     assert without_time(folder) == without_time(whole)
 
 
+@pytest.mark.slow
 def test_a_worker_running_another_bench_is_refused_in_one_line(cluster, tmp_path, monkeypatch):
     monkeypatch.setattr(ray_executor, "_code_fingerprint", lambda: ("0.0.0-other", None, None))  # the driver's
     with pytest.raises(UserInputError, match=r"^--executor ray: node \w+ runs another version \(bench 0.0.0-other"):
@@ -145,6 +149,7 @@ def test_a_worker_running_another_bench_is_refused_in_one_line(cluster, tmp_path
     assert not (tmp_path / "refused").exists()  # no run was written: the folder the run made is removed
 
 
+@pytest.mark.slow
 def test_a_live_model_on_ray_is_judged_as_in_one_process_and_its_recording_replays(cluster, tmp_path, monkeypatch):
     monkeypatch.setattr(ray_executor, "BATCH_UNITS", 1)  # a task a unit: both nodes' tasks ask the endpoint
     key = "sk-ray-MARKER-51c2"

@@ -46,6 +46,7 @@ def test_the_audit_recording_is_committed_too():
     assert audit["gateway_policy"] == "audit" and audit["model_source"] == "live"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("recording", RECORDINGS, ids=lambda p: p.name)
 def test_committed_recording_replays_without_drift(recording, tmp_path):
     """Fails when a prompt, a mode, a scenario or the parsing changed since the recording: re-record (README)."""

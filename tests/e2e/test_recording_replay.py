@@ -204,6 +204,7 @@ def test_request_hash_is_stable_and_sensitive_to_content():
     assert request_hash(reordered) == request_hash(make("x"))  # key order in a schema does not matter
 
 
+@pytest.mark.slow
 def test_bad_replay_folders_are_one_line_errors(tmp_path):
     for args, words in (
         (["run", "--model", f"replay:{tmp_path / 'nothing'}"], "no recording.jsonl"),

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.helpers.bench import bench_in_process, bench_process
 from tests.helpers.fault_server import FaultServer
 
@@ -27,6 +29,7 @@ def first_run(out: Path) -> dict[str, bytes]:
     return snapshot(out)
 
 
+@pytest.mark.slow
 def test_replace_through_a_symlinked_out_is_refused_in_one_line_and_touches_nothing(tmp_path):
     real = tmp_path / "real"
     before = first_run(real)
@@ -44,6 +47,7 @@ def test_replace_through_a_symlinked_out_is_refused_in_one_line_and_touches_noth
     assert sorted(p.name for p in tmp_path.iterdir()) == ["latest", "real"]  # no .latest.partial, no .latest.old
 
 
+@pytest.mark.slow
 def test_replace_refuses_a_run_folder_holding_a_users_file_naming_it_and_touches_nothing(tmp_path):
     out = tmp_path / "run"
     first_run(out)
@@ -62,6 +66,7 @@ def test_replace_refuses_a_run_folder_holding_a_users_file_naming_it_and_touches
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
 
 
+@pytest.mark.slow
 def test_replace_takes_a_folder_of_everything_a_live_run_and_its_report_wrote(tmp_path):
     out = tmp_path / "run"  # every command in-process: what is proven is the folder, not a process boundary
     with FaultServer(["ok"]) as server:  # a live run: recording.jsonl, and a suspension's checkpoints.db
@@ -81,6 +86,7 @@ def test_replace_takes_a_folder_of_everything_a_live_run_and_its_report_wrote(tm
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
 
 
+@pytest.mark.slow
 def test_replace_killed_in_its_swap_is_finished_by_the_same_command_run_again(tmp_path):
     import json
 

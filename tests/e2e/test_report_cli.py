@@ -76,6 +76,7 @@ def test_report_writes_every_format_and_matches_the_trace(random_run, tmp_path):
     assert (out / "report.html").stat().st_size > 10_000
 
 
+@pytest.mark.slow
 def test_report_defaults_to_the_run_folder_and_format_subset(random_run, tmp_path):
     copy = tmp_path / "run"
     copy.mkdir()
@@ -87,6 +88,7 @@ def test_report_defaults_to_the_run_folder_and_format_subset(random_run, tmp_pat
     assert (copy / "report" / "figures" / "latency.png").exists()
 
 
+@pytest.mark.slow
 def test_corrupt_lines_are_skipped_with_a_warning_and_counted(random_run, tmp_path):
     folder = tmp_path / "run"
     folder.mkdir()
@@ -102,6 +104,7 @@ def test_corrupt_lines_are_skipped_with_a_warning_and_counted(random_run, tmp_pa
     assert "2 lines skipped" in (folder / "report" / "report.html").read_text()
 
 
+@pytest.mark.slow
 def test_by_model_over_two_runs(tmp_path):
     a = write_runs(tmp_path / "a", [Run("a1", "react", calls=[Call(100.0, 10, 2, "x")]), Run("a2", "workflow")])
     b = write_runs(tmp_path / "b", [Run("b1", "react", model="other:model", stop_correct=False, status="finished")])
@@ -132,6 +135,7 @@ def test_report_on_a_folder_without_traces(tmp_path):
     assert len(result.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_infrastructure_errors_never_count_against_a_mode(tmp_path):
     good = [Run(f"g{i}", "react", trial=i) for i in range(1, 5)]
     base = write_runs(tmp_path / "a", good)
@@ -201,6 +205,7 @@ def test_nothing_but_bad_lines_is_a_user_error(tmp_path):
         build_report([tmp_path])
 
 
+@pytest.mark.slow
 def test_runs_without_a_summary_are_counted_not_judged(tmp_path):
     from reports.report import build_report
 

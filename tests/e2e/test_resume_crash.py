@@ -293,6 +293,7 @@ def check_folder(stop: Stop, story: Story, folder: Path, later: list[dict[str, A
     assert json.loads((folder / "manifest.json").read_text())["resumes"] == len(story.decisions)
 
 
+@pytest.mark.slow
 def test_a_resume_killed_after_any_write_is_carried_out_once_by_the_next(stories, drivers, tmp_path, capsys):
     """Every write of every resume of every story is a kill point: 1, 2, ... until a resume runs to its end."""
     found, stops = stories
@@ -318,6 +319,7 @@ def live_env(server: FaultServer) -> dict[str, str]:
     return {"LLM_API_URL": server.base_url, "LLM_MODEL": "fault-model", "LLM_API_KEY": KEY}
 
 
+@pytest.mark.slow
 def test_a_live_resume_killed_after_any_write_asks_the_endpoint_nothing_twice(tmp_path, drivers, capsys):
     """Kill points include the recording's lines: an answer the killed resume got (and recorded) is never asked
     for again; the recovered trace is the uninterrupted one's."""
@@ -373,6 +375,7 @@ def normal(event: TraceEvent) -> tuple[Any, ...]:
 # ------------------------------------------------------------------ interrupts, and traces ahead of their checkpoint
 
 
+@pytest.mark.slow
 def test_an_interrupted_resume_keeps_its_decision_and_the_next_one_carries_it_out(tmp_path):
     with FaultServer(["ok"], delay_s=0.0) as server:
         folder = tmp_path / "run"
@@ -408,6 +411,7 @@ def test_an_interrupted_resume_keeps_its_decision_and_the_next_one_carries_it_ou
     assert sum(e.kind == "human" for e in events) == 1
 
 
+@pytest.mark.slow
 def test_a_trace_ahead_of_its_checkpoint_goes_on_from_the_decision_it_holds(stories, tmp_path):
     """What a resume killed before this design left (its lines written, its checkpoint not): the next resume reads
     the decision from the trace and carries it out, writing only what is missing."""
@@ -436,6 +440,7 @@ def test_a_trace_ahead_of_its_checkpoint_goes_on_from_the_decision_it_holds(stor
     assert compare_runs(found["hybrid_planner"].reference, events, (events[0].scenario, "hybrid_planner", 1)) is None
 
 
+@pytest.mark.slow
 def test_bench_runs_shows_a_decision_cut_short_as_decided_and_a_trace_it_would_not_write_is_refused(stories, tmp_path):
     _, stops = stories
     stop = next(s for s in stops if s.mode == "hybrid_planner" and s.index == 0)

@@ -16,6 +16,7 @@ from tests.helpers.bench import bench_process
 ARGS = ("--mode", "workflow", "--scenario", "blog_layered", "--model", "scripted:eager")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("point", ["resume settled", "resume returned"])
 def test_a_sigterm_after_the_decision_was_applied_says_so_in_one_line(point, tmp_path):
     out = tmp_path / "run"

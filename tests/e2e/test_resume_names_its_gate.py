@@ -36,6 +36,7 @@ def waiting(folder) -> tuple[str, str | None, int]:
     return run_id, checkpoint.pending_gate, len(checkpoint.decisions)
 
 
+@pytest.mark.slow
 def test_retyping_a_decided_resume_says_already_decided_and_decides_nothing_else(tmp_path):
     out = tmp_path / "run"
     assert bench_process("run", *ARGS, "--out", str(out)).returncode == 0

@@ -87,6 +87,7 @@ NAMED_BY = {  # what each of the four racers names its stop with, per variant (N
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", list(TRIES))
 def test_racing_decisions_never_land_on_a_gate_their_command_did_not_target(plan_reviews, variant):
     """Every command is typed while the run waits at its plan review, so plan_review is each one's target (named

@@ -26,6 +26,7 @@ from modes import MODES
 from tests.helpers.bench import ROOT, SCENARIOS, bench_child, bench_in_process, bench_process, wait_for
 
 
+@pytest.mark.slow
 def test_a_second_run_on_a_locked_folder_exits_2_naming_the_holder(tmp_path):
     out = tmp_path / "run"
     traces = out / "traces.jsonl"
@@ -71,6 +72,7 @@ def test_replace_refuses_a_folder_that_holds_no_bench_run_and_deletes_nothing(tm
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mine"]
 
 
+@pytest.mark.slow
 def test_an_interrupted_replace_leaves_the_old_run_whole(tmp_path):
     target = tmp_path / "target"
     first = bench_in_process(

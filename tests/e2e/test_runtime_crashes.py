@@ -52,6 +52,7 @@ def points(driver: ForkDriver, tmp_path_factory: pytest.TempPathFactory) -> list
     return Sweep(driver, tmp_path_factory.mktemp("sweep"), phases=("resume",)).one(MODE, STORY)
 
 
+@pytest.mark.slow
 def test_every_kill_point_of_an_adapter_resume_leaves_a_readable_folder_and_settles_once(points):
     assert len(points) >= 10  # the claim, the manifest, the decision, the walk's lines, LangGraph's writes, the end
     assert [p.index for p in points] == list(range(1, len(points) + 1))
@@ -62,6 +63,7 @@ def test_every_kill_point_of_an_adapter_resume_leaves_a_readable_folder_and_sett
         assert not point.ended_otherwise, point  # finished, stop verdict correct, as without the kill
 
 
+@pytest.mark.slow
 def test_no_kill_point_loses_the_approval_or_applies_the_decision_twice(points):
     for point in points:
         assert point.lost == 0, point  # the gated action committed after the approval, every time
@@ -69,6 +71,7 @@ def test_no_kill_point_loses_the_approval_or_applies_the_decision_twice(points):
         assert point.twice == point.repeated, point  # each extra commit of the gated action is a counted repeat
 
 
+@pytest.mark.slow
 def test_what_langgraph_runs_again_after_a_kill_is_counted(points):
     installed = version("langgraph")
     if installed != PINNED:
@@ -87,6 +90,7 @@ def test_what_langgraph_runs_again_after_a_kill_is_counted(points):
     assert all(p.repeated == 1 for p in commit)  # the commit the last write before the kill: always run again
 
 
+@pytest.mark.slow
 def test_a_first_run_killed_between_its_stop_and_its_checkpoint_can_still_be_decided(driver, tmp_path):
     whole = tmp_path / "whole"
     assert driver([bench_run("workflow", STORY, whole)], 0)[0]["code"] == 0

@@ -119,6 +119,7 @@ def test_a_rejected_adapter_run_ends_rejected_without_asking_its_framework(copy)
     assert row is not None and row.status == "rejected"
 
 
+@pytest.mark.slow
 def test_a_revision_goes_back_to_the_framework_and_its_next_stop_is_checkpointed_and_resumed_again(copy):
     folder, run_id = copy
     revised = fake_bench("resume", str(folder), "--run", run_id, "--revise", "--note", "shorter", "--as", "editor")
@@ -139,6 +140,7 @@ def test_a_revision_goes_back_to_the_framework_and_its_next_stop_is_checkpointed
     assert calls_of(folder, run_id)["resume"] == 2
 
 
+@pytest.mark.slow
 def test_of_two_racing_resumes_exactly_one_decides(copy):
     folder, run_id = copy
     env = {k: v for k, v in os.environ.items() if not k.startswith("LLM_") and k != KILL_AFTER_WRITES}

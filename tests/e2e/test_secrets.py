@@ -74,6 +74,7 @@ def every_form_absent(text: str) -> None:
         assert KEY not in form and PREFIX not in form
 
 
+@pytest.mark.slow
 def test_an_endpoint_echoing_the_key_in_every_encoding_leaks_nothing(tmp_path):
     out = tmp_path / "run"
     with HostileServer(ECHOES) as server:
@@ -154,6 +155,7 @@ def test_scrubbing_leaves_keys_and_numbers_alone():
     assert scrubber.value(body) == {"usage": {"prompt_tokens": 5}, "text": f"a {REDACTED} b", "list": [REDACTED, 3]}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("key", ["sk-abc\ndefghijklmnop", "sk-abcdefghijkl\u00e9mnop", "sk-abc defghijklmnop"])
 def test_a_key_no_header_can_carry_is_one_line_without_the_key(tmp_path, key):
     result = bench(
@@ -220,6 +222,7 @@ SPLIT_ECHOES: list = [
 ]
 
 
+@pytest.mark.slow
 def test_an_endpoint_echoing_the_key_split_and_in_hex_leaves_no_piece_of_8_anywhere(tmp_path):
     """Acceptance (issue 21, item 4): a live matrix and bench probe against the hostile endpoint; then every file
     under the run folder, and every stream, is searched for every 8-character piece of the key in every spelling."""
@@ -243,6 +246,7 @@ def test_an_endpoint_echoing_the_key_split_and_in_hex_leaves_no_piece_of_8_anywh
     assert REDACTED in recording and "4f9c2e7a" not in recording
 
 
+@pytest.mark.slow
 def test_an_error_body_echoing_the_key_split_and_in_hex_leaves_no_piece_of_8(tmp_path):
     out = tmp_path / "run"
 
@@ -281,6 +285,7 @@ FOLDED_ECHOES = {  # the seven spellings of the attack run that a normalised com
 }
 
 
+@pytest.mark.slow
 def test_an_endpoint_echoing_the_key_reversed_upper_spaced_dashed_zero_width_as_entities_or_fullwidth_leaks_nothing(
     tmp_path,
 ):

@@ -46,6 +46,7 @@ def test_help_lists_each_command_with_its_whole_first_sentence(monkeypatch, caps
     assert _over(out, 80) == []
 
 
+@pytest.mark.slow
 def test_the_main_job_prints_its_headline_one_line_per_mode_at_160_columns(monkeypatch, capsys, tmp_path):
     from modes import MODES, select_modes
 

@@ -8,10 +8,13 @@ from __future__ import annotations
 import os
 import random
 
+import pytest
+
 from tests.helpers.bench import bench_process
 from tests.helpers.worker_kills import ARGS, kill_one_worker
 
 
+@pytest.mark.slow
 def test_killing_one_worker_at_random_instants_never_hangs_and_every_cell_is_written_once(tmp_path):
     whole = tmp_path / "whole"
     assert bench_process("run", *ARGS, "--out", str(whole)).returncode == 0
@@ -23,6 +26,7 @@ def test_killing_one_worker_at_random_instants_never_hangs_and_every_cell_is_wri
         assert result.returncode == 0, result  # completed in the same command
 
 
+@pytest.mark.slow
 def test_the_first_ctrl_c_ends_a_worker_matrix_at_once_even_right_after_a_worker_died(tmp_path):
     import signal
     import subprocess

@@ -9,6 +9,8 @@ import signal
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from harness.matrix.commands.trace_diff import compare_traces
 from harness.records.trace import TraceEvent, read_events
 from tests.helpers.bench import bench_child, bench_process, wait_for
@@ -33,6 +35,7 @@ def alive(pid: int) -> bool:
     return "State:\tZ" not in status
 
 
+@pytest.mark.slow
 def test_a_killed_driver_takes_its_workers_with_it_and_resume_runs_every_cell_once(tmp_path):
     whole = tmp_path / "whole"
     assert bench_process("run", *ARGS, "--workers", "1", "--out", str(whole)).returncode == 0

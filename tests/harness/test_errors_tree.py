@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 from pathlib import Path
 
 import harness.errors
@@ -15,6 +16,7 @@ BUILTIN_EXCEPTIONS = {
 }
 
 
+@functools.cache  # every source file parsed once for the three tests
 def defined_exceptions() -> dict[tuple[str, str], str]:
     """(class name, module) -> the name of its first base, for every class that derives from an exception."""
     classes: dict[tuple[str, str], list[str]] = {}

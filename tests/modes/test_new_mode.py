@@ -71,6 +71,7 @@ def test_every_scenario_with_every_scripted_policy(throwaway, scenario):
     check_every_policy_offline(LIBRARY[scenario], throwaway)
 
 
+@pytest.mark.slow
 def test_random_answers_and_decisions_keep_the_gates(throwaway, tmp_path):
     check_random_answers_and_decisions(throwaway, tmp_path / "random", runs=scaled(1000, 200))
 
@@ -85,6 +86,7 @@ def test_no_golden_trace_is_not_a_failure_and_the_variable_writes_one(throwaway,
     assert check_golden(blog, throwaway, tmp_path) is True  # held to it from now on
 
 
+@pytest.mark.slow
 def test_check_scenarios_notes_it_as_not_covered_and_its_suggested_rows_cover_it(
     throwaway, tmp_path, monkeypatch, capsys
 ):
@@ -109,6 +111,7 @@ def test_check_scenarios_notes_it_as_not_covered_and_its_suggested_rows_cover_it
     assert out.count(f" {per_scenario}/{per_scenario} ") == len(LIBRARY)
 
 
+@pytest.mark.slow
 def test_the_report_over_its_runs(throwaway, tmp_path, monkeypatch, capsys):
     folder = tmp_path / "run"
     run(

@@ -186,6 +186,7 @@ def test_the_cli_writes_inspect_logs_and_says_how_to_open_them(folder, tmp_path,
     )
 
 
+@pytest.mark.slow
 @needs_inspect
 def test_an_exported_recording_opens_in_inspect_with_its_tokens_samples_and_conversations(tmp_path):
     """The committed recording through inspect's own reader: stats.model_usage holds bench's token totals, the

@@ -53,6 +53,7 @@ def fonts_of(pdf: Path) -> list[tuple[str, str]]:
     return [(line.split()[0], " ".join(line[37:54].split())) for line in lines if line.strip()]
 
 
+@pytest.mark.slow
 def test_every_pdf_figure_embeds_truetype_fonts_never_type_3(recorded_figures):
     pdfs = sorted(recorded_figures.glob("*.pdf"))
     assert len(pdfs) == 10  # five figures, each full width and one column wide
@@ -63,6 +64,7 @@ def test_every_pdf_figure_embeds_truetype_fonts_never_type_3(recorded_figures):
         assert not any("Type 3" in kind for _, kind in fonts), (pdf.name, fonts)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["verdicts", "stop_correctness", "latency", "tokens", "decision_share"])
 def test_each_figure_is_written_full_width_and_one_column_wide(recorded_figures, name):
     for stem, width in ((name, figs.DOUBLE.width), (f"{name}_column", figs.COLUMN.width)):
@@ -101,6 +103,7 @@ def visible_texts(plot: figs.Plot) -> list[Text]:
     return [t for t in plot.figure.findobj(Text) if t.get_visible() and t.get_text().strip() and id(t) not in undrawn]
 
 
+@pytest.mark.slow
 def test_no_text_is_smaller_than_7_points_at_print_size(drawn):
     for plot in drawn:
         small = {t.get_text(): t.get_fontsize() for t in visible_texts(plot) if t.get_fontsize() < 7}
@@ -222,6 +225,7 @@ def test_latency_whiskers_end_at_the_latency_tables_p95_not_at_a_sample_inside_i
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("venue", sorted(figs.VENUES))
 def test_each_venue_draws_at_its_text_and_column_width(venue, tmp_path):
     # a figure's page size is its venue's, whatever the runs: a few hand-made runs draw it as the recording would
@@ -269,6 +273,7 @@ def test_share_axes_run_past_100_percent_and_small_groups_are_drawn_lighter():
     assert f"lighter: n < {figs.MIN_N}" in ax.get_xlabel().replace("\n", " ")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("venue", sorted(figs.VENUES))
 def test_two_models_one_column_wide_fit_the_venues_page(venue):
     traces = load_traces([RECORDED_MODEL])
@@ -299,6 +304,7 @@ def two_model_folder(tmp_path_factory) -> Path:
     return folder
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("venue", sorted(figs.VENUES))
 def test_two_models_one_column_wide_no_text_overlaps_another_and_an_na_group_is_labelled(two_model_folder, venue):
     traces = load_traces([two_model_folder])

@@ -159,6 +159,7 @@ def layout_problems(tables: list[Path]) -> list[str]:
     return sorted(set(found))
 
 
+@pytest.mark.slow
 def test_every_table_fits_a_two_column_article_unscaled(latex_report, tmp_path):
     tables = sorted(latex_report.glob("*.tex"))
     narrow = [t for t in tables if t.stem.endswith("_narrow")]
@@ -253,6 +254,7 @@ def test_captions_and_notes_set_math_and_drop_pointers_into_the_docs():
     assert "approver" not in text  # no instructions to the CLI's user in a paper
 
 
+@pytest.mark.slow
 def test_a_two_model_folder_fits_a_two_column_article_with_its_models_as_group_rows(two_model_report, tmp_path):
     tables = sorted(two_model_report.glob("*.tex"))
     assert layout_problems(tables) == []

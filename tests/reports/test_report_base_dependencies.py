@@ -18,6 +18,7 @@ import tomllib
 from importlib import metadata
 from pathlib import Path
 
+import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
@@ -86,6 +87,7 @@ def report_with_only(requirements: list[str], out: Path) -> subprocess.Completed
     return subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=300)
 
 
+@pytest.mark.slow
 def test_the_refusing_child_refuses_a_module_the_report_needs(tmp_path: Path) -> None:
     """With one module the report imports (tabulate) left out of the allowed set, the report fails naming it: the
     check has teeth."""
@@ -96,6 +98,7 @@ def test_the_refusing_child_refuses_a_module_the_report_needs(tmp_path: Path) ->
     assert "No module named 'tabulate' (outside the declared dependencies)" in done.stderr
 
 
+@pytest.mark.slow
 def test_bench_report_needs_nothing_but_the_base_dependencies(tmp_path: Path) -> None:
     """Every format, figures and run pages included; an extra only adds importable modules to this set."""
     done = report_with_only(PROJECT["dependencies"], tmp_path)

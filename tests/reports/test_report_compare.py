@@ -179,6 +179,7 @@ def _decimals(cell: str) -> int | None:
     return len(number.split(".")[1]) if "." in number else 0 if number.lstrip("+-").isdigit() else None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("columns", ["125", "110"])
 def test_compare_shows_each_metric_at_one_precision_and_wraps_the_metric_only_when_the_width_needs_it(
     tmp_path, monkeypatch, capsys, columns

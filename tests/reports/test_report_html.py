@@ -161,6 +161,7 @@ def report(tmp_path_factory, blog):
     return build_report([folder / "real", folder / "timed"], folder / "out")
 
 
+@pytest.mark.slow
 def test_page_holds_every_table_and_figure_and_no_network_reference(report):
     html = (report.out / "report.html").read_text()
     tables = set(re.findall(r'data-table="([a-z0-9_]+)"', html))
@@ -178,6 +179,7 @@ def test_page_holds_every_table_and_figure_and_no_network_reference(report):
     assert not re.search(r'(src|href)="(https?:)?//', html)  # nothing to fetch
 
 
+@pytest.mark.slow
 def test_page_renders_in_headless_chromium(report, tmp_path):
     page = report.out / "report.html"
     dom = browse(page, tmp_path / "profile-dom", "--dump-dom")
@@ -199,6 +201,7 @@ def test_page_renders_in_headless_chromium(report, tmp_path):
     assert len(np.unique((pixels * 255).astype(np.uint8).reshape(-1, 3), axis=0)) > 100
 
 
+@pytest.mark.slow
 def test_every_table_header_and_row_is_visible_at_1400_px(report, tmp_path):
     page = report.out / "report.html"
     found = probe(page, tmp_path, VISIBILITY_PROBE)
@@ -229,6 +232,7 @@ def test_the_table_of_contents_links_every_table_figure_and_the_runs_table(repor
     assert targets <= anchors  # every entry lands somewhere
 
 
+@pytest.mark.slow
 def test_filtering_by_verdict_in_the_address_leaves_only_rows_of_that_verdict(report, tmp_path):
     page = report.out / "report.html"
     data = embedded_runs(page)
@@ -242,6 +246,7 @@ def test_filtering_by_verdict_in_the_address_leaves_only_rows_of_that_verdict(re
     assert found["status"].startswith(f"Showing {late} of {late} matching runs")
 
 
+@pytest.mark.slow
 def test_choosing_a_verdict_and_clicking_a_header_filters_sorts_and_writes_the_address(report, tmp_path):
     page = report.out / "report.html"
     data = embedded_runs(page)
@@ -260,6 +265,7 @@ def test_choosing_a_verdict_and_clicking_a_header_filters_sorts_and_writes_the_a
     assert found["hash"] == f"#runs?verdict={wanted}&sort=latency"
 
 
+@pytest.mark.slow
 def test_run_ids_in_the_runs_table_open_existing_run_pages(report, tmp_path):
     found = probe(report.out / "report.html", tmp_path, RUNS_PROBE)
     hrefs = [row["href"] for row in found["rows"]]
@@ -267,6 +273,7 @@ def test_run_ids_in_the_runs_table_open_existing_run_pages(report, tmp_path):
     assert all((report.out / href).is_file() for href in hrefs)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("width", [1400, 800])
 def test_screenshot_at_width_shows_the_page(report, tmp_path, width):
     page = report.out / "report.html"
@@ -278,6 +285,7 @@ def test_screenshot_at_width_shows_the_page(report, tmp_path, width):
     assert (pixels.min(axis=2) < 0.9).mean() > 0.05  # text and tables, not a blank page
 
 
+@pytest.mark.slow
 def test_a_large_folder_embeds_at_most_the_cap_draws_a_step_at_a_time_and_prints_every_row(
     report, tmp_path, monkeypatch
 ):
@@ -327,6 +335,7 @@ window.addEventListener("load", function () {
 """
 
 
+@pytest.mark.slow
 def test_at_800_px_the_headline_shows_its_keys_n_stop_correct_with_interval_and_oracle_passed(report, tmp_path):
     found = probe(report.out / "report.html", tmp_path, HEADLINE_PROBE, width=800)
     shown = found["shown"]

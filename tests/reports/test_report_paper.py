@@ -121,6 +121,7 @@ def plots_for(folders: list[Path], by: str = "mode") -> list[figs.Plot]:
     return figs.all_plots(metrics, latency_samples(prepared, shown), context, cells, decisions)
 
 
+@pytest.mark.slow
 def test_every_figure_title_names_model_policy_trials_and_n():
     for plot in plots_for([RECORDED_MODEL, AUDIT]):
         title = plot.figure.get_suptitle()
@@ -159,6 +160,7 @@ def test_legends_sit_outside_the_data(tmp_path):
                 assert not box.overlaps(ax.get_window_extent(renderer)), plot.name
 
 
+@pytest.mark.slow
 def test_by_scenario_draws_a_heatmap_not_a_column_of_bars():
     plots = {p.name: p for p in plots_for([RECORDED_MODEL, AUDIT], by="scenario")}
     heat = plots["stop_correctness"].figure

@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from reports.manifests import read_run_info
 from reports.provenance import provenance_warnings
 from tests.helpers.bench import bench_main
@@ -76,6 +78,7 @@ def test_a_side_whose_manifest_predates_provenance_is_named_not_compared(tmp_pat
     ]
 
 
+@pytest.mark.slow
 def test_report_of_several_folders_warns_on_a_changed_scenario_file_in_terminal_and_markdown(
     tmp_path, monkeypatch, capsys
 ):

@@ -120,6 +120,7 @@ def schema_1(line: str) -> str:
     return json.dumps(data)
 
 
+@pytest.mark.slow
 def test_schema_1_traces_read_with_the_fields_they_had_and_blanks_for_the_rest(tmp_path):
     runs = runs_of(4, premature=1, stop_correct=False, status="finished")
     folder = write_lines(tmp_path / "old", [schema_1(line) for line in lines_of(runs)])
@@ -145,6 +146,7 @@ def test_a_run_appended_twice_is_read_once_with_a_warning(tmp_path):
     assert "repeat identical lines" in warning and f"line {len(lines) + 1} = line 1" in warning
 
 
+@pytest.mark.slow
 def test_a_folder_reported_with_its_copy_counts_once(tmp_path, monkeypatch, capsys):
     folder = write_runs(tmp_path / "a", runs_of(4))
     copy = tmp_path / "copy"
@@ -188,6 +190,7 @@ def test_a_schema_version_from_the_future_is_refused(tmp_path):
 # ---------------------------------------------------------------- unfinished runs and resumes
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("status", ["running", "interrupted"])
 def test_an_unfinished_run_folder_says_so_in_the_header(tmp_path, status, monkeypatch, capsys):
     folder = write_runs(tmp_path / "run", runs_of(2))
@@ -199,6 +202,7 @@ def test_an_unfinished_run_folder_says_so_in_the_header(tmp_path, status, monkey
     assert f"manifest status &#x27;{status}&#x27;" in (tmp_path / "r" / "report.html").read_text()
 
 
+@pytest.mark.slow
 def test_a_broken_manifest_is_a_warning_not_a_crash(tmp_path):
     folder = write_runs(tmp_path / "run", runs_of(1))
     (folder / "manifest.json").write_bytes(b"[" * 20000 + b"\xff")
@@ -226,6 +230,7 @@ def test_the_last_summary_of_a_resumed_run_is_its_outcome(tmp_path):
 # ---------------------------------------------------------------- no byte can crash it
 
 
+@pytest.mark.slow
 def test_a_non_utf8_byte_in_action_is_skipped_and_named(tmp_path, monkeypatch, capsys):
     lines = lines_of(runs_of(3))
     index = next(i for i, line in enumerate(lines) if '"action":"create_brief"' in line)
@@ -239,6 +244,7 @@ def test_a_non_utf8_byte_in_action_is_skipped_and_named(tmp_path, monkeypatch, c
     assert f"line {index + 1}: skipped" in err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["action", "args", "outcome"])
 def test_a_line_nested_ten_thousand_deep_is_skipped_or_read_never_a_crash(tmp_path, where):
     lines = lines_of(runs_of(2))
@@ -266,6 +272,7 @@ def test_huge_numbers_skip_their_line(tmp_path, value):
     assert [s.line for s in traces.skipped] == [2]
 
 
+@pytest.mark.slow
 def test_hostile_text_in_names_stays_one_safe_line(tmp_path):
     runs = runs_of(1)
     runs[0].mode = "re\x1b[2Jact\nmode|x"
@@ -308,6 +315,7 @@ def test_a_file_without_any_newline_is_read_in_linear_time(tmp_path):
 # ---------------------------------------------------------------- policy and run keys
 
 
+@pytest.mark.slow
 def test_enforce_and_audit_never_pool(tmp_path):
     enforce = write_runs(tmp_path / "enforce", runs_of(3))
     audit = write_runs(
@@ -384,6 +392,7 @@ def test_a_deep_but_readable_line_is_kept_even_next_to_a_bad_one(tmp_path):
     assert [s.line for s in traces.skipped] == [3] and len(traces.events) == len(lines)
 
 
+@pytest.mark.slow
 def test_a_run_resumed_with_bench_resume_reports_its_last_summary(tmp_path):
     out = tmp_path / "run"
     first = bench(

@@ -91,6 +91,7 @@ def test_every_typical_story_is_a_library_scenario_its_story_names():
         assert cls.typical_story in scenarios and f"({cls.typical_story})" in (cls.story or "")
 
 
+@pytest.mark.slow
 def test_the_report_writes_the_three_spectrum_tables_in_every_format_from_one_story(tmp_path):
     """One story only: the report computes the per-story metrics for the spectrum itself."""
     folder = write_runs(tmp_path / "run", [r for r in _runs() if r.scenario == OWN])

@@ -203,6 +203,7 @@ def test_the_headline_table_leads_with_the_verdict_breakdown(folder):
     )
 
 
+@pytest.mark.slow
 def test_report_files_hold_verdicts_violations_and_blocked_reasons(folder, tmp_path):
     result = build_report([folder], tmp_path / "out")
     tables = tmp_path / "out" / "tables"
@@ -296,6 +297,7 @@ def write_prices(path: Path, text: str) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_cost_per_run_and_per_group_from_the_price_table(folder, tmp_path):
     prices = write_prices(tmp_path / "prices.yaml", "fixture:model: {input: 2.5, output: 10, cached_input: 1.25}\n")
     result = build_report([folder], tmp_path / "out", prices=load_prices(prices))
@@ -317,6 +319,7 @@ def test_cost_per_run_and_per_group_from_the_price_table(folder, tmp_path):
     assert result.files
 
 
+@pytest.mark.slow
 def test_a_model_missing_from_the_price_table_is_unpriced_never_zero(tmp_path, monkeypatch, capsys):
     priced = write_runs(tmp_path / "a", [Run("p1", "react", calls=[Call(1.0, 1000, 100, "x")])])
     other = write_runs(
@@ -367,6 +370,7 @@ def test_a_bad_price_file_is_one_line_naming_the_field(tmp_path, monkeypatch, ca
 # ---------------------------------------------------------------- the end-of-run table
 
 
+@pytest.mark.slow
 def test_the_end_of_run_table_counted_as_runs_end_is_the_report_headline(tmp_path):
     """bench run keeps no outcomes: it tallies them as they come; the table must equal the report's headline."""
     from reports.load import load_traces

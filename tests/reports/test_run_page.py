@@ -83,6 +83,7 @@ def runs_of(events: list[TraceEvent]) -> dict[str, list[TraceEvent]]:
     return found
 
 
+@pytest.mark.slow
 def test_report_links_every_run_to_its_own_page(report):
     result, events = report
     page = (result.out / "report.html").read_text()
@@ -161,6 +162,7 @@ def test_trace_text_is_escaped_and_file_names_stay_inside_the_runs_folder(tmp_pa
     assert "<img src=x" not in report_text and "\x1b" not in report_text
 
 
+@pytest.mark.slow
 def test_past_the_page_limit_the_report_says_how_to_open_a_run(report, tmp_path, monkeypatch):
     result, events = report
     monkeypatch.setattr(run_page, "MAX_RUN_PAGES", 1)
@@ -171,6 +173,7 @@ def test_past_the_page_limit_the_report_says_how_to_open_a_run(report, tmp_path,
     assert "<code>bench show DIR --run ID</code>" in text
 
 
+@pytest.mark.slow
 def test_no_html_format_writes_no_run_pages(report, tmp_path):
     result, _ = report
     again = build_report([result.out.parent / "run"], tmp_path / "out", ["md"])
@@ -197,6 +200,7 @@ def recorded_run(scenario: str, mode: str) -> tuple[list[TraceEvent], list[Recor
     return events, calls
 
 
+@pytest.mark.slow
 def test_a_recorded_runs_page_holds_every_calls_messages_and_raw_answer(recorded_report):
     events, calls = recorded_run("data_migration", "workflow")
     assert calls, "the recording has no call of this run"
@@ -214,6 +218,7 @@ def test_a_recorded_runs_page_holds_every_calls_messages_and_raw_answer(recorded
         assert re.search(rf'data-seq="{seq}"[^>]*>.*?href="#call-{number}"', text)
 
 
+@pytest.mark.slow
 def test_a_recorded_runs_page_holds_the_storys_rules_and_oracle(recorded_report):
     events, _ = recorded_run("data_migration", "workflow")
     scenario = load_scenario(SCENARIOS / "data_migration.yaml")
@@ -227,6 +232,7 @@ def test_a_recorded_runs_page_holds_the_storys_rules_and_oracle(recorded_report)
     assert ("changed since this run" in story) == changed  # said exactly when the file differs from the one recorded
 
 
+@pytest.mark.slow
 def test_sibling_links_resolve_to_the_other_trials_of_the_cell_and_back_to_the_report(recorded_report):
     events, _ = recorded_run("support_ticket_triage", "workflow_routed")
     page = recorded_report.out / "runs" / f"{events[0].run_id}.html"
@@ -243,6 +249,7 @@ def test_sibling_links_resolve_to_the_other_trials_of_the_cell_and_back_to_the_r
     assert (page.parent / "../report.html").resolve().is_file() and 'href="../report.html"' in text
 
 
+@pytest.mark.slow
 def test_a_workflow_runs_page_draws_its_path_in_the_order_it_went(recorded_report):
     events, _ = recorded_run("data_migration", "workflow")
     moves = [e.detail for e in events if e.kind == "transition"]

@@ -58,6 +58,7 @@ def test_a_model_given_twice_is_refused_in_one_line():
         RunSpec.build(model=["scripted:eager", "scripted:eager"])
 
 
+@pytest.mark.slow
 def test_the_report_headline_has_a_row_per_model_and_mode(tmp_path):
     run(RunSpec(model=MODELS, out=tmp_path / "m", **MATRIX))  # type: ignore[arg-type]
     build_report([tmp_path / "m"], out=tmp_path / "report")
@@ -68,6 +69,7 @@ def test_the_report_headline_has_a_row_per_model_and_mode(tmp_path):
     assert (tmp_path / "report" / "figures" / "verdicts.png").is_file()
 
 
+@pytest.mark.slow
 def test_the_report_header_and_bench_runs_name_every_model_of_the_folder(tmp_path, monkeypatch, capsys):
     run(RunSpec(model=MODELS, out=tmp_path / "m", **MATRIX))  # type: ignore[arg-type]
     build_report([tmp_path / "m"], out=tmp_path / "report", formats=["md", "html"])

@@ -120,6 +120,7 @@ def _folder(tmp_path, table: str | None) -> str:
     return str(folder)
 
 
+@pytest.mark.slow
 def test_check_scenarios_command(tmp_path, monkeypatch, capsys):
     def bench(*args: str) -> tuple[int, str, str]:
         return bench_main(monkeypatch, capsys, *args)

@@ -50,6 +50,7 @@ def cheated_run(tmp_path: Path, monkeypatch, capsys, scenarios, policy: str) -> 
     return trace, server
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("policy", ["enforce", "audit"])
 def test_a_cheating_endpoint_never_gets_a_hard_gate_mode_past_its_gate(
     tmp_path, monkeypatch, capsys, scenarios, policy

@@ -12,7 +12,7 @@ from harness.models.capabilities import capability_change, initial_settings
 from harness.models.endpoint import chat_completions_url, public_url
 from harness.models.providers import PROFILES, detect
 from harness.models.strict import argument_problems, drop_nulls, make_strict
-from tests.helpers.bench import bench_process as bench
+from tests.helpers.bench import bench_in_process as bench
 
 
 @pytest.mark.parametrize(
@@ -141,6 +141,7 @@ def test_strict_mode_makes_optional_properties_nullable_and_names_what_cannot_be
     assert drop_nulls({"topic": "x", "tags": None, "meta": None}, schema) == {"topic": "x"}
 
 
+@pytest.mark.slow
 def test_provider_and_strict_flags_are_live_only_and_checked(tmp_path):
     env = {"LLM_API_URL": "http://127.0.0.1:9/v1", "LLM_MODEL": "m", "LLM_API_KEY": "sk-ABCDEFGHIJKLMNOP"}
     for args, words in (

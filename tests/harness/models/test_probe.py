@@ -25,6 +25,7 @@ def rows(stdout: str) -> dict[str, str]:
     return table
 
 
+@pytest.mark.slow
 def test_probe_reports_what_a_reasoning_model_refuses():
     with ProviderServer("openai") as server:
         result = bench(
@@ -69,6 +70,7 @@ def probe_table(rules: str, provider: str, model: str = "m") -> tuple[dict[str, 
     return rows(result.stdout), result.stdout
 
 
+@pytest.mark.slow
 def test_a_token_parameter_llama_cpp_accepts_and_ignores_is_reported_ignored_not_yes():
     table, stdout = probe_table("llamacpp", "llamacpp")
     assert table["max_tokens"] == "yes" and table["max_completion_tokens"] == "ignored"
@@ -76,6 +78,7 @@ def test_a_token_parameter_llama_cpp_accepts_and_ignores_is_reported_ignored_not
     assert table["json_object with a schema (llama.cpp grammar)"] == "yes"
 
 
+@pytest.mark.slow
 def test_an_endpoint_that_accepts_everything_and_honours_nothing_gets_no_yes_but_for_answering():
     table, stdout = probe_table("ignoring", "generic")
     assert table["chat completions (plain)"] == "yes"  # it does answer

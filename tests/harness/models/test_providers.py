@@ -85,6 +85,7 @@ def test_openai_rules_accept_every_request_with_an_object_root(tmp_path):
     assert manifest(out)["adaptations"] == [] and manifest(out)["provider"]["name"] == "openai"
 
 
+@pytest.mark.slow
 def test_a_reasoning_model_behind_generic_settings_adapts_once_and_says_so(tmp_path):
     out = tmp_path / "run"
     with ProviderServer("openai") as server:
@@ -110,6 +111,7 @@ def test_a_reasoning_model_behind_generic_settings_adapts_once_and_says_so(tmp_p
     assert all(e.usage.reasoning_tokens == 12 for e in calls)
 
 
+@pytest.mark.slow
 def test_strict_mode_sends_the_strict_subset_the_openai_rules_accept(tmp_path):
     out = tmp_path / "run"
     with ProviderServer("openai") as server:
@@ -122,6 +124,7 @@ def test_strict_mode_sends_the_strict_subset_the_openai_rules_accept(tmp_path):
     assert manifest(out)["strict_schema_problems"] == []  # every shipped scenario argument can be strict
 
 
+@pytest.mark.slow
 def test_deepseek_rules_fall_back_to_json_object_and_the_runs_complete(tmp_path):
     out = tmp_path / "run"
     with ProviderServer("deepseek") as server:
@@ -141,6 +144,7 @@ def test_deepseek_rules_fall_back_to_json_object_and_the_runs_complete(tmp_path)
     assert all(e.usage.cached_tokens == 48 and e.usage.reasoning_tokens == 9 for e in calls)
 
 
+@pytest.mark.slow
 def test_deepseek_profile_asks_for_json_object_from_the_start(tmp_path):
     out = tmp_path / "run"
     with ProviderServer("deepseek") as server:
@@ -152,6 +156,7 @@ def test_deepseek_profile_asks_for_json_object_from_the_start(tmp_path):
     assert_no_http_4xx(out)
 
 
+@pytest.mark.slow
 def test_ollama_is_recognised_from_models_and_its_format_accepts_every_request(tmp_path):
     out = tmp_path / "run"
     with ProviderServer("ollama") as server:
@@ -163,6 +168,7 @@ def test_ollama_is_recognised_from_models_and_its_format_accepts_every_request(t
     assert_no_http_4xx(out)
 
 
+@pytest.mark.slow
 def test_dashscope_reasoning_content_and_thinking_switch(tmp_path):
     out = tmp_path / "run"
     with ProviderServer("dashscope") as server:
@@ -177,6 +183,7 @@ def test_dashscope_reasoning_content_and_thinking_switch(tmp_path):
     assert calls and all(e.usage.reasoning_tokens == 7 and e.usage.cached_tokens == 32 for e in calls)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("key", ["none", "k"])
 def test_a_placeholder_key_leaves_token_counts_and_model_text_unaltered(tmp_path, key):
     out = tmp_path / "run"
@@ -208,6 +215,7 @@ def test_a_placeholder_key_leaves_token_counts_and_model_text_unaltered(tmp_path
     }
 
 
+@pytest.mark.slow
 def test_an_open_qwen3_model_on_dashscope_gets_thinking_switched_off_once(tmp_path):
     out = tmp_path / "run"
     with ProviderServer("dashscope") as server:

@@ -57,6 +57,7 @@ def replayed() -> list[dict]:
     return _replay_events(RECORDED_MODEL)
 
 
+@pytest.mark.slow
 def test_a_replayed_run_lasts_its_recorded_model_time_plus_bench_own_time(replayed):
     runs = _per_run(replayed)
     assert len(runs) == len(_per_run(_read(RECORDED_MODEL / "traces.jsonl")))

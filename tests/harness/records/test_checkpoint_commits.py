@@ -76,6 +76,7 @@ def _save_copies(store: CheckpointStore, body: str, prefix: str, start: Any) -> 
     store.close()
 
 
+@pytest.mark.slow
 def test_two_processes_saving_into_one_new_database_at_once_both_land(suspended, tmp_path):
     folder = tmp_path / "shared"
     folder.mkdir()  # no database yet: both processes race to make it, then to write it

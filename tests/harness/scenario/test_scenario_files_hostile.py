@@ -87,6 +87,7 @@ def test_an_alias_bomb_is_refused_at_load_in_bounded_memory(tmp_path, loader, ca
     assert peak < 64 * 1024 * 1024, f"loading the refused file peaked at {peak} bytes"
 
 
+@pytest.mark.slow
 def test_the_library_scenarios_read_the_same_with_either_loader(loader):
     for path in sorted(SCENARIOS.glob("*.yaml")):
         assert safe_yaml.read_yaml(path, path.name) == yaml.safe_load(path.read_text(encoding="utf-8")), path
@@ -222,6 +223,7 @@ CLI_CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CLI_CASES)
 @pytest.mark.parametrize("command", ["check-scenarios", "list", "run"])
 def test_every_command_gives_one_line_and_exit_2_and_never_hangs(tmp_path, case, command):

@@ -15,6 +15,7 @@ import copy
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -181,6 +182,7 @@ def mutated_files(draw: st.DrawFn) -> tuple[str, dict[str, Any], list[str]]:
     return name, raw, done
 
 
+@pytest.mark.slow
 @settings(
     max_examples=scaled(1000, 200),
     derandomize=True,

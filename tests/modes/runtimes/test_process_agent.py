@@ -63,6 +63,7 @@ def test_a_non_zero_exit_is_the_agents_error_naming_its_last_line(blog):
     assert _exited(events)["exit_code"] == 3 and "the agent broke" in _exited(events)["output_tail"]
 
 
+@pytest.mark.slow
 def test_a_hanging_agent_is_stopped_at_the_time_limit_with_the_processes_it_started(blog, tmp_path):
     pid_file = tmp_path / "child.pid"
     # a shell, not Python: it writes its file and starts its child within milliseconds even on a loaded machine

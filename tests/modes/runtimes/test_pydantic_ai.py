@@ -226,6 +226,7 @@ def test_resuming_without_a_saved_state_is_one_line_naming_the_file(blog, tmp_pa
     assert "\n" not in str(raised.value)
 
 
+@pytest.mark.slow
 def test_bench_resume_in_a_new_process_commits_the_gated_action_exactly_once(tmp_path):
     out = tmp_path / "run"
     started = bench_process(
