@@ -88,16 +88,22 @@ def lay_out(figure: Figure, dpi: float | None) -> None:
 
 
 class Rendering:
-    """Figures being drawn by ``workers`` (reports.workers), collected in their order by ``result``."""
+    """Figures being drawn by ``workers`` (reports.workers), collected in their order by ``result``. The full-width
+    jobs (a PNG and a PDF each) are handed out first, the one-column PDFs after: the short jobs last, so the
+    workers finish together rather than one of them drawing a long figure alone at the end."""
 
     def __init__(self, inputs: FigureInputs, workers: Workers) -> None:
         self._names = inputs.names()
-        self._jobs = [workers.submit(draw, inputs, name, column) for name in self._names for column in (False, True)]
+        self._jobs = {
+            (name, column): workers.submit(draw, inputs, name, column)
+            for column in (False, True)
+            for name in self._names
+        }
 
     def result(self) -> list[Drawn]:
-        done = [job() for job in self._jobs]
         drawn = []
-        for index, name in enumerate(self._names):
-            (title, png, pdf), (_, _, column_pdf) = done[2 * index], done[2 * index + 1]
+        for name in self._names:
+            title, png, pdf = self._jobs[(name, False)]()
+            column_pdf = self._jobs[(name, True)]()[2]
             drawn.append(Drawn(name, title, png, pdf, column_pdf))
         return drawn

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal, get_args
 
 import pandas as pd
 
@@ -21,13 +21,14 @@ from reports.metrics import GROUP_KEYS, GROUPINGS, Grouping, Metrics, compute, l
 from reports.paired import paired_table
 from reports.prices import PriceTable
 from reports.provenance import provenance_warnings
+from reports.report_formats import FORMATS, default_out
+from reports.report_formats import parse_formats as parse_formats  # the CLI's and the API's check of --format
+from reports.run_page import RunPages, pages_meanwhile
 from reports.runs_explorer import runs_table
 from reports.spectrum import spectrum_tables
 from reports.workers import Workers
 from reports.writing import write_whole
 
-ReportFormat = Literal["md", "csv", "latex", "html"]
-FORMATS: tuple[str, ...] = get_args(ReportFormat)
 SHOWN_SKIPS = 20  # skipped lines named one by one; the rest are counted
 SECTION_TITLES = {
     "mode": "Per mode",
@@ -59,25 +60,10 @@ class ReportResult:
     header: list[str]  # printed above the terminal table: unfinished runs, schema, prices
 
 
-def parse_formats(text: str) -> list[str]:
-    names = [name.strip().lower() for name in text.split(",") if name.strip()]
-    for name in names:
-        if name not in FORMATS:
-            raise UserInputError(f"--format: unknown format '{name}'; known: {', '.join(FORMATS)}")
-    if not names:
-        raise UserInputError(f"--format: give at least one of {', '.join(FORMATS)}")
-    return list(dict.fromkeys(names))
-
-
 def parse_grouping(text: str) -> Grouping:
     if text not in GROUPINGS:
         raise UserInputError(f"--by: unknown grouping '{text}'; known: {', '.join(GROUPINGS)}")
     return text  # type: ignore[return-value]
-
-
-def default_out(paths: Sequence[Path]) -> Path:
-    first = Path(paths[0])
-    return (first if first.is_dir() else first.parent) / "report"
 
 
 def skip_warnings(traces: Traces) -> list[str]:
@@ -147,23 +133,37 @@ def build_report(
     prices: PriceTable | None = None,
     venue: str = figs.VENUE,
     figure_titles: bool = True,
+    pages: Callable[[], RunPages] | None = None,
 ) -> ReportResult:
     """Loads the traces of ``paths``, computes every grouping's metrics and writes the report to ``out``: the
     figures and run pages made by worker processes (reports.workers) while the tables are written here.
 
     ``venue``: whose text and column widths the figures are drawn at (reports.figures.VENUES); ``figure_titles``:
-    False leaves the figures untitled, for a paper whose captions say it."""
+    False leaves the figures untitled, for a paper whose captions say it. ``pages``: the run pages already started
+    for ``out`` (reports.run_page.pages_meanwhile: the CLI starts them before it imports this module); without
+    them, and with the html format, they are started here, before the traces are loaded."""
     folders = [Path(p) for p in paths]
+    out = out if out is not None else default_out(folders)
+    with ExitStack() as started:
+        if pages is None and "html" in formats:  # every run's timeline on a page of its own: the longest job, first
+            pages = started.enter_context(pages_meanwhile(folders, out))
+        return _report(folders, out, formats, by, prices, venue, figure_titles, pages)
+
+
+def _report(
+    folders: list[Path],
+    out: Path,
+    formats: Sequence[str],
+    by: Grouping,
+    prices: PriceTable | None,
+    venue: str,
+    figure_titles: bool,
+    pages: Callable[[], RunPages] | None,
+) -> ReportResult:
     traces = load_traces(folders, columns=EVENT_COLUMNS_READ, outcome_lists=False)
     if traces.events.empty:
         raise UserInputError(f"{folders[0]}: no trace events to report on ({traces.skipped_count} lines skipped)")
-    out = out if out is not None else default_out(folders)
-    with Workers() as workers:  # the run pages and figures made meanwhile, in worker processes
-        pages = None
-        if "html" in formats:  # every run's timeline on a page of its own, linked from report.html: the longest job,
-            from reports.run_page import write_run_pages  # started first: it reads the traces files itself
-
-            pages = workers.submit(write_run_pages, traces.sources, len(traces.runs) + traces.incomplete_runs, out)
+    with Workers() as workers:  # the figures made meanwhile, in worker processes
         prepared = prepare(traces, prices)
         runs = prepared.runs
         events = traces.events
@@ -207,11 +207,12 @@ def build_report(
         if "md" in formats:
             write_whole(out / "report.md", _markdown(sections, meta, warnings))
             files.append(out / "report.md")
-        if pages is not None:
-            run_pages = pages()
+        if "html" in formats:
+            run_pages = pages() if pages is not None else RunPages([], [])
             files += run_pages.written
             text = page("bench report", meta, warnings, sections, runs_table(runs))
-            write_whole(out / "report.html", run_pages.link(text))  # the run ids in its tables open the run pages
+            total = len(traces.runs) + traces.incomplete_runs  # past MAX_RUN_PAGES, a note instead of pages
+            write_whole(out / "report.html", run_pages.link(text, total))  # the run ids in its tables open their pages
             files.append(out / "report.html")
     return ReportResult(
         out=out,

@@ -14,19 +14,21 @@ from __future__ import annotations
 import hashlib
 import html
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.errors import UserInputError
 from harness.models.run_calls import ModelCall
 from harness.records.run_path import workflow_path
-from harness.records.timeline import Ending, Timeline, build, scan
+from harness.records.timeline import Ending, Timeline, build, scan, trace_path
 from harness.scenario.mermaid import mermaid
 from harness.scenario.story_text import oracle_rows, rule_rows
 from harness.terminal import printable
 from reports import palette
 from reports.run_story import FolderFacts, RunExtras, StoryFinder, siblings_by_run
-from reports.runs_explorer import with_run_pages
+from reports.workers import Workers
 from reports.workflow_svg import STYLE as WORKFLOW_STYLE
 from reports.workflow_svg import workflow_svg
 from reports.writing import write_whole
@@ -338,55 +340,83 @@ class RunPages:
 
     written: list[Path]
     links: list[RunLink]
-    total: int  # runs in the report, pages written or not
 
-    def link(self, report: str) -> str:
+    def link(self, report: str, total: int) -> str:
         """report.html's text with every run id in its tables and runs table opening its run's page; past
-        MAX_RUN_PAGES runs, a note saying how to open a run instead."""
+        MAX_RUN_PAGES runs (``total``: the report's runs, complete or not), a note saying how to open a run instead."""
+        from reports.runs_explorer import with_run_pages  # here: the process writing the pages never imports pandas
+
         pages: dict[str, str] = {}
         for link in self.links:  # a run id in two folders links its first page
             pages.setdefault(link.run_id, link.href)
-        return with_run_pages(link_report(report, self.links, self.total), pages)
+        return with_run_pages(link_report(report, self.links, total), pages)
 
 
-def write_run_pages(sources: Sequence[str], total: int, out: Path, library: Path | None = None) -> RunPages:
+@contextmanager
+def pages_meanwhile(paths: Sequence[Path | str], out: Path) -> Iterator[Callable[[], RunPages]]:
+    """The run pages of the run folders (or traces.jsonl files) ``paths`` written under ``out`` by a process of
+    their own (reports.workers: forked; on one core, in the caller when the result is asked for) while the caller
+    goes on: it reads the traces itself, so it can start before the report has imported or loaded anything. The
+    call yielded waits for the pages; leaving the ``with`` ends the process. A path without a trace starts nothing
+    (no pages: the report refuses that path itself)."""
+    try:
+        sources = trace_files(paths)
+    except UserInputError:
+        yield lambda: RunPages([], [])
+        return
+    with Workers.beside() as aside:
+        yield aside.submit(write_run_pages, sources, out)
+
+
+def trace_files(paths: Sequence[Path | str]) -> list[str]:
+    """Each path's trace file, in order, a file named twice once: the files the report's loader reads."""
+    found: dict[Path, str] = {}
+    for path in paths:
+        file = trace_path(Path(path))
+        found.setdefault(file.resolve(), str(file))
+    return list(found.values())
+
+
+def write_run_pages(sources: Sequence[str], out: Path, library: Path | None = None) -> RunPages:
     """Writes a page per run of the traces files ``sources`` under ``out/runs/``; the result links report.html's
-    text to them. A report's worker process may write them (reports.workers): they read the traces themselves.
+    text to them. They read the traces themselves (pages_meanwhile writes them in a process of their own).
 
-    ``total``: the report's runs, complete or not; past MAX_RUN_PAGES no page is written and report.html says how
-    to open a run instead. ``library``: the scenario folder the runs' stories are read from (default: the
-    project's scenarios/).
+    Past MAX_RUN_PAGES runs no page is written (the traces are read no further than the first run past it) and
+    report.html says how to open a run instead. ``library``: the scenario folder the runs' stories are read from
+    (default: the project's scenarios/).
     """
     written: list[Path] = []
     links: list[RunLink] = []
-    if total <= MAX_RUN_PAGES:
-        taken: set[str] = set()
-        stories = StoryFinder(library)  # keeps every scenario it read: the blocks below are keyed by them
-        blocks = StoryBlocks()
-        pending = []
-        for source in sources:
-            path = Path(source)
-            facts = FolderFacts(path.parent)
-            for run_id, events in scan(path).runs.items():
-                t = build(events, source=str(path), label=facts.label)
-                name = _file_name(run_id, taken)
-                links.append(RunLink(t.run.run_id, f"{RUNS_DIR}/{name}.html"))
-                pending.append((t, name, facts, workflow_path(events)))
-        siblings = siblings_by_run([(t.run.run_id, _cell(t), t.run.trial, f"{name}.html") for t, name, _, _ in pending])
-        for t, name, facts, walked in pending:
-            run = t.run
-            calls, note = facts.calls(run.scenario, run.mode, run.trial, run.model)
-            extras = RunExtras(
-                calls=calls,
-                calls_note=note,
-                story=stories.story(run.scenario, facts.manifest),
-                path=walked,
-                siblings=siblings[run.run_id],
-            )
-            target = out / RUNS_DIR / f"{name}.html"
-            _put(target, page(t, extras=extras, blocks=blocks))
-            written.append(target)
-    return RunPages(written, links, total)
+    taken: set[str] = set()
+    stories = StoryFinder(library)  # keeps every scenario it read: the blocks below are keyed by them
+    blocks = StoryBlocks()
+    pending: list[tuple[Timeline, str, FolderFacts, list[str]]] = []
+    for source in sources:
+        path = Path(source)
+        facts = FolderFacts(path.parent)
+        found = scan(path, most=MAX_RUN_PAGES - len(pending))
+        if found.over:
+            return RunPages([], [])
+        for run_id, events in found.runs.items():
+            t = build(events, source=str(path), label=facts.label)
+            name = _file_name(run_id, taken)
+            links.append(RunLink(t.run.run_id, f"{RUNS_DIR}/{name}.html"))
+            pending.append((t, name, facts, workflow_path(events)))
+    siblings = siblings_by_run([(t.run.run_id, _cell(t), t.run.trial, f"{name}.html") for t, name, _, _ in pending])
+    for t, name, facts, walked in pending:
+        run = t.run
+        calls, note = facts.calls(run.scenario, run.mode, run.trial, run.model)
+        extras = RunExtras(
+            calls=calls,
+            calls_note=note,
+            story=stories.story(run.scenario, facts.manifest),
+            path=walked,
+            siblings=siblings[run.run_id],
+        )
+        target = out / RUNS_DIR / f"{name}.html"
+        _put(target, page(t, extras=extras, blocks=blocks))
+        written.append(target)
+    return RunPages(written, links)
 
 
 def _cell(t: Timeline) -> tuple[str, str, str, str | None]:

@@ -1,8 +1,10 @@
 """A report's independent work (each figure at each print size, the run pages) in forked worker processes.
 
-One pool for the whole report, one worker per core the process may use: workers are forked, so they start with
-everything the parent imported and computed, and the parent writes tables meanwhile. On one core nothing is forked:
-each job runs in the calling process when its result is asked for.
+A pool of one worker per core the process may use for the figures: workers are forked, so they start with
+everything the parent imported and computed, and the parent writes tables meanwhile. The run pages get a worker of
+their own (``beside``), forked first, before the report has imported pandas or matplotlib or loaded anything: they
+read the traces themselves, on the core the parent leaves idle while it imports and loads. On one core nothing is
+forked: each job runs in the calling process when its result is asked for.
 """
 
 from __future__ import annotations
@@ -22,8 +24,17 @@ class Workers:
     """``submit`` a job, get back the call that waits for its result; ``with`` ends the pool (its workers joined)."""
 
     def __init__(self, count: int | None = None) -> None:
-        count = count if count is not None else len(os.sched_getaffinity(0))
-        self._pool: Executor | None = ProcessPoolExecutor(count, mp_context=get_context("fork")) if count > 1 else None
+        """``count`` workers (default: one per core); below two, none: the jobs run in the caller."""
+        count = count if count is not None else cores()
+        self._pool: Executor | None = _forked(count) if count > 1 else None
+
+    @classmethod
+    def beside(cls) -> Workers:
+        """One worker for one long job the caller goes on beside, where there is a second core; else none."""
+        workers = cls(1)
+        if cores() > 1:
+            workers._pool = _forked(1)
+        return workers
 
     def submit(self, job: Callable[..., T], *args: Any) -> Callable[[], T]:
         if self._pool is None:
@@ -36,3 +47,12 @@ class Workers:
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=error is not None)
+
+
+def _forked(count: int) -> Executor:
+    return ProcessPoolExecutor(count, mp_context=get_context("fork"))
+
+
+def cores() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0))

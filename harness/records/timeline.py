@@ -134,6 +134,7 @@ class TraceScan:
     runs: dict[str, list[LooseEvent]] = field(default_factory=dict)
     lines: int = 0
     skipped: int = 0
+    over: bool = False  # stopped at a run past the most asked for: ``runs`` holds only the first of them
 
 
 # ------------------------------------------------------------------ reading
@@ -157,11 +158,12 @@ def _lines(path: Path) -> Iterator[str]:
         yield from (line for line in handle if line.strip())
 
 
-def scan(path: Path, *, only: str | None = None) -> TraceScan:
+def scan(path: Path, *, only: str | None = None, most: int | None = None) -> TraceScan:
     """One pass over a trace, keeping every event of run ``only`` (of every run when None).
 
     A line that is not an event (truncated, not JSON, too deep, wrong shape) is skipped and counted; with
-    ``only``, lines that do not mention the run are passed over unread (and uncounted).
+    ``only``, lines that do not mention the run are passed over unread (and uncounted). With ``most``, reading
+    stops at the first event of a run past the ``most``-th (``over``): memory stays bounded by that many runs.
     """
     found = TraceScan()
     for line in _lines(path):
@@ -173,6 +175,9 @@ def scan(path: Path, *, only: str | None = None) -> TraceScan:
         except (ValueError, RecursionError):  # ValidationError is a ValueError
             found.skipped += 1
             continue
+        if most is not None and event.run_id not in found.runs and len(found.runs) >= most:
+            found.over = True
+            break
         if only is None or event.run_id == only:
             found.runs.setdefault(event.run_id, []).append(event)
     return found

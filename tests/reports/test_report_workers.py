@@ -26,3 +26,14 @@ def test_a_file_a_worker_cannot_write_is_raised_in_the_parent_naming_it(tmp_path
         workers.submit(write_whole, target, "<html></html>")()
     assert refused.value.path == str(target)
     assert str(refused.value).startswith(f"{target}: cannot write: ")
+
+
+def test_a_job_beside_the_caller_is_forked_where_there_is_a_second_core_and_runs_in_the_caller_on_one(monkeypatch):
+    from reports import workers
+
+    monkeypatch.setattr(workers, "cores", lambda: 2)
+    with Workers.beside() as aside:
+        assert aside.submit(os.getpid)() != os.getpid()
+    monkeypatch.setattr(workers, "cores", lambda: 1)
+    with Workers.beside() as aside:
+        assert aside.submit(os.getpid)() == os.getpid()

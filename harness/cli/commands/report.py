@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -54,20 +55,26 @@ def report_command(
     ] = True,
 ) -> None:
     """Tables, figures and a self-contained HTML page from the traces of one or more runs."""
-    from reports.prices import load_prices
-    from reports.report import build_report, parse_formats, parse_grouping
-    from reports.tables import to_terminal
+    from reports.report_formats import default_out, parse_formats
+    from reports.run_page import pages_meanwhile
 
-    price_table = load_prices(prices) if prices is not None else None
-    result = build_report(
-        dirs,
-        out,
-        parse_formats(formats),
-        parse_grouping(by),
-        price_table,
-        venue=figure_venue,
-        figure_titles=figure_titles,
-    )
+    wanted = parse_formats(formats)
+    price_table = None
+    if prices is not None:  # checked before anything is written
+        from reports.prices import load_prices
+
+        price_table = load_prices(prices)
+    target = out if out is not None else default_out(dirs)
+    # The run pages first, in a process of their own that reads the traces itself: it writes them while this one
+    # imports pandas and matplotlib and loads the traces (docs/development.md: speed of bench report).
+    with pages_meanwhile(dirs, target) if "html" in wanted else nullcontext() as pages:
+        from reports.report import build_report, parse_grouping
+        from reports.tables import to_terminal
+
+        result = build_report(
+            dirs, target, wanted, parse_grouping(by), price_table, venue=figure_venue, figure_titles=figure_titles,
+            pages=pages,
+        )  # fmt: skip
     for line in result.warnings:
         echo(f"warning: {line}", err=True)
     for line in result.header:
