@@ -73,9 +73,35 @@ def spread(values: Sequence[float] | np.ndarray) -> Spread:
     array = array[~np.isnan(array)]
     if array.size == 0:
         return Spread(0, math.nan, math.nan, math.nan, math.nan, math.nan)
-    p50, p95, p99 = np.percentile(array, PERCENTILES)
+    p50, p95, p99 = linear_percentiles(array, PERCENTILES)
     std = float(array.std(ddof=1)) if array.size > 1 else math.nan
     return Spread(int(array.size), float(p50), float(p95), float(p99), float(array.mean()), std)
+
+
+SMALL_SAMPLE = 64  # up to this many values, percentiles are computed here rather than by numpy's machinery
+
+
+def linear_percentiles(values: np.ndarray, percentiles: Sequence[float]) -> list[float]:
+    """``np.percentile(values, percentiles)`` (linear, Hyndman-Fan 7), the same floats bit for bit: a small sample
+    (a report's groups hold a few runs each) in plain Python, where numpy's set-up is most of the time; a larger
+    one by numpy itself. ``values``: finite or infinite, never NaN."""
+    if values.size > SMALL_SAMPLE:
+        return [float(p) for p in np.percentile(values, percentiles)]
+    ordered = sorted(values.tolist())
+    last = len(ordered) - 1
+    found = []
+    for percentile in percentiles:
+        at = last * (percentile / 100)  # numpy's virtual index, (n - 1) q
+        below = float(math.floor(at))
+        if at >= last:  # numpy reads the last value for both ends
+            below = float(last)
+        gamma = at - below
+        low = ordered[int(below)]
+        high = ordered[min(int(below) + 1, last)]
+        step = high - low
+        # numpy's _lerp: from below for gamma < 0.5, from above from 0.5 on (monotone and exact at the ends)
+        found.append(high - step * (1 - gamma) if gamma >= 0.5 else low + step * gamma)
+    return found
 
 
 def fisher_less(successes_a: int, n_a: int, successes_b: int, n_b: int) -> float:

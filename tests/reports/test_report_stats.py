@@ -8,9 +8,11 @@ import statistics
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.stats import binomtest, fisher_exact
 
-from reports.stats import fisher_less, holm, mcnemar_exact, pass_hat_k, spread, wilson
+from reports.stats import fisher_less, holm, linear_percentiles, mcnemar_exact, pass_hat_k, spread, wilson
 
 
 @pytest.mark.parametrize(
@@ -133,4 +135,19 @@ def test_p_values_are_shown_in_one_format_with_a_floor():
         "< 0.001",
         "< 0.001",
         "0.00100",
+    ]
+
+
+@given(
+    st.lists(st.floats(allow_nan=False, allow_infinity=True, width=64), min_size=1, max_size=80),
+    st.lists(st.integers(0, 100), min_size=1, max_size=6),
+)
+@settings(max_examples=400, deadline=None)
+def test_linear_percentiles_are_numpys_bit_for_bit_small_samples_and_large(values, percentiles):
+    array = np.array(values)
+    with np.errstate(invalid="ignore"):  # inf - inf: numpy says nan, and so must the small-sample path
+        expected = [float(p) for p in np.percentile(array, percentiles)]
+    found = linear_percentiles(array, percentiles)
+    assert [(math.isnan(e), e if not math.isnan(e) else 0) for e in expected] == [
+        (math.isnan(f), f if not math.isnan(f) else 0) for f in found
     ]
