@@ -21,6 +21,7 @@ from pathlib import Path
 
 from harness.errors import UserInputError
 from harness.models.run_calls import ModelCall
+from harness.records.manifest import read_manifest
 from harness.records.run_path import workflow_path
 from harness.records.timeline import Ending, Timeline, build, scan, trace_path
 from harness.scenario.mermaid import mermaid
@@ -381,9 +382,9 @@ def write_run_pages(sources: Sequence[str], out: Path, library: Path | None = No
     """Writes a page per run of the traces files ``sources`` under ``out/runs/``; the result links report.html's
     text to them. They read the traces themselves (pages_meanwhile writes them in a process of their own).
 
-    Past MAX_RUN_PAGES runs no page is written (the traces are read no further than the first run past it) and
-    report.html says how to open a run instead. ``library``: the scenario folder the runs' stories are read from
-    (default: the project's scenarios/).
+    Past MAX_RUN_PAGES runs no page is written (counted by the folders' manifests where they say, else by the
+    traces, read no further than the first run past it) and report.html says how to open a run instead.
+    ``library``: the scenario folder the runs' stories are read from (default: the project's scenarios/).
     """
     written: list[Path] = []
     links: list[RunLink] = []
@@ -391,6 +392,8 @@ def write_run_pages(sources: Sequence[str], out: Path, library: Path | None = No
     stories = StoryFinder(library)  # keeps every scenario it read: the blocks below are keyed by them
     blocks = StoryBlocks()
     pending: list[tuple[Timeline, str, FolderFacts, list[str]]] = []
+    if sum(_manifest_runs(Path(source).parent) for source in sources) > MAX_RUN_PAGES:
+        return RunPages([], [])  # the manifests count more runs than pages are written for: no trace read at all
     for source in sources:
         path = Path(source)
         facts = FolderFacts(path.parent)
@@ -417,6 +420,14 @@ def write_run_pages(sources: Sequence[str], out: Path, library: Path | None = No
         _put(target, page(t, extras=extras, blocks=blocks))
         written.append(target)
     return RunPages(written, links)
+
+
+def _manifest_runs(folder: Path) -> int:
+    """The runs a folder's manifest counts (0 where it has none, cannot be read, or has not counted them yet)."""
+    try:
+        return read_manifest(folder).runs or 0
+    except UserInputError:
+        return 0
 
 
 def _cell(t: Timeline) -> tuple[str, str, str, str | None]:

@@ -4,9 +4,12 @@ the CLI imports to start them stays free of both, and a report given pages alrea
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 
+from harness.models import RECORDED_MODEL
+from reports import run_page
 from reports.report import build_report
 from reports.run_page import RunLink, RunPages, pages_meanwhile
 from tests.helpers.bench import ROOT
@@ -43,3 +46,24 @@ def test_a_report_without_pages_given_writes_one_page_a_run(tmp_path):
     folder = write_runs(tmp_path / "run", [Run("r1", "react"), Run("r2", "workflow")])
     result = build_report([folder], tmp_path / "report", ["html"])
     assert sorted(f.name for f in result.files if "runs" in f.parts) == ["r1.html", "r2.html"]
+
+
+def test_run_pages_stop_at_the_first_run_past_the_limit_when_no_manifest_counts_them(tmp_path, monkeypatch):
+    folder = write_runs(tmp_path / "run", [Run("r1", "react"), Run("r2", "workflow"), Run("r3", "react", trial=2)])
+    monkeypatch.setattr(run_page, "MAX_RUN_PAGES", 3)
+    assert len(run_page.write_run_pages([str(folder / "traces.jsonl")], tmp_path / "all").written) == 3
+    monkeypatch.setattr(run_page, "MAX_RUN_PAGES", 2)
+    assert run_page.write_run_pages([str(folder / "traces.jsonl")], tmp_path / "none") == RunPages([], [])
+    assert not (tmp_path / "none").exists()
+
+
+def test_run_pages_past_the_runs_a_manifest_counts_read_no_trace(tmp_path, monkeypatch):
+    folder = write_runs(tmp_path / "run", [Run("r1", "react")])
+    shutil.copy(RECORDED_MODEL / "manifest.json", folder / "manifest.json")  # it counts 900 runs
+    monkeypatch.setattr(run_page, "MAX_RUN_PAGES", 899)
+
+    def unread(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a trace was read")
+
+    monkeypatch.setattr(run_page, "scan", unread)
+    assert run_page.write_run_pages([str(folder / "traces.jsonl")], tmp_path / "out") == RunPages([], [])
