@@ -26,7 +26,9 @@ if "COLUMNS" not in os.environ:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The quick suite skips the tests marked slow, saying where they run; CI (BENCH_FULL_SWEEPS=1) runs them all."""
+    """The longest tests first, so no worker is left alone with one at the end (xdist hands out whole modules in
+    this order); the quick suite skips the tests marked slow, saying where they run (CI: BENCH_FULL_SWEEPS=1)."""
+    items.sort(key=lambda item: (not item.get_closest_marker("local_model"), not item.get_closest_marker("slow")))
     if FULL_SWEEPS:
         return
     skip = pytest.mark.skip(reason=f"slow: runs in CI and with {FULL_SWEEPS_VARIABLE}=1")
