@@ -617,25 +617,29 @@ def _finite(values: np.ndarray) -> np.ndarray:
 
 
 def tokens(metrics: Metrics, context: Context, size: Size = DOUBLE) -> Plot:
+    """Mean prompt and completion tokens per complete run, stacked; where no group reported any (scripted models),
+    the note alone in a short figure: rows of empty bars would only list the groups, and the note would cross them."""
     names = labels(metrics)
     prompt = np.nan_to_num([g.prompt_tokens.mean for g in metrics.groups])
     completion = np.nan_to_num([g.completion_tokens.mean for g in metrics.groups])
-    fig = _new(_height(len(names), size), size)
+    reported = bool((prompt + completion).any())
+    fig = _new(_height(len(names) if reported else 1, size), size)
     ax = fig.add_subplot()
+    runs = f"n = {sum(g.runs for g in metrics.groups)} complete runs"
+    if not reported:
+        ax.set_axis_off()
+        note = f"{runs} in {len(names)} groups: no tokens reported (scripted models report none)"
+        _empty_note(ax, _wrap(note, size))
+        _title(fig, "Tokens per run", context, size)
+        return Plot("tokens", "Mean prompt and completion tokens per run", fig, size)
     y = np.arange(len(names)) + size.shift
     ax.barh(y, prompt, color=palette.TOKENS["prompt"], label="prompt", height=size.bar)
     ax.barh(y, completion, left=prompt, color=palette.TOKENS["completion"], label="completion", height=size.bar)
     _rows_axis(ax, y - size.shift, names, size)
     ax.xaxis.set_major_locator(MaxNLocator(nbins=4 if size.column else 6))
-    _panel_title(
-        ax, f"n = {sum(g.runs for g in metrics.groups)} complete runs", size, squeezed=_squeezed(len(names), size)
-    )
+    _panel_title(ax, runs, size, squeezed=_squeezed(len(names), size))
     ax.set_xlabel("mean tokens per complete run", fontsize=FONT)
-    if not (prompt + completion).any():
-        ax.set_xlim(0, 1)
-        _empty_note(ax, _wrap("no tokens reported (scripted models report none)", size))
-    else:
-        _legend(fig, ax, size, 2)
+    _legend(fig, ax, size, 2)
     _title(fig, "Tokens per run", context, size)
     return Plot("tokens", "Mean prompt and completion tokens per run", fig, size)
 
