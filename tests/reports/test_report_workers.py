@@ -37,3 +37,14 @@ def test_a_job_beside_the_caller_is_forked_where_there_is_a_second_core_and_runs
     monkeypatch.setattr(workers, "cores", lambda: 1)
     with Workers.beside() as aside:
         assert aside.submit(os.getpid)() == os.getpid()
+
+
+def test_a_pool_freezes_the_collectors_view_of_the_parents_objects_while_its_workers_live():
+    import gc
+
+    assert gc.get_freeze_count() == 0
+    with Workers(2) as two:
+        assert gc.get_freeze_count() == 0  # nothing forked yet
+        two.submit(os.getpid)()
+        assert gc.get_freeze_count() > 0
+    assert gc.get_freeze_count() == 0
