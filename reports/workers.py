@@ -24,6 +24,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+BESIDE_NICE = 5  # how much lower the priority of a job beside the caller is (os.nice; docs/development.md)
 
 
 class Workers:
@@ -37,10 +38,12 @@ class Workers:
 
     @classmethod
     def beside(cls) -> Workers:
-        """One worker for one long job the caller goes on beside, where there is a second core; else none."""
+        """One worker for one long job the caller goes on beside, where there is a second core; else none. Its job
+        is the one with time to spare (the run pages, wanted at the end), so it runs at a lower priority (nice
+        BESIDE_NICE): on a busy machine the parent, on whose work everything else waits, goes first."""
         workers = cls(1)
         if cores() > 1:
-            workers._pool = _forked(1)
+            workers._pool = _forked(1, BESIDE_NICE)
         return workers
 
     def submit(self, job: Callable[..., T], *args: Any) -> Callable[[], T]:
@@ -61,8 +64,8 @@ class Workers:
             gc.unfreeze()  # the parent's own collections see every object again
 
 
-def _forked(count: int) -> Executor:
-    return ProcessPoolExecutor(count, mp_context=get_context("fork"))
+def _forked(count: int, nice: int = 0) -> Executor:
+    return ProcessPoolExecutor(count, mp_context=get_context("fork"), initializer=os.nice, initargs=(nice,))
 
 
 def cores() -> int:

@@ -48,3 +48,14 @@ def test_a_pool_freezes_the_collectors_view_of_the_parents_objects_while_its_wor
         two.submit(os.getpid)()
         assert gc.get_freeze_count() > 0
     assert gc.get_freeze_count() == 0
+
+
+def test_a_job_beside_the_caller_runs_at_a_lower_priority_and_pool_workers_at_the_callers(monkeypatch):
+    from reports import workers
+
+    monkeypatch.setattr(workers, "cores", lambda: 2)
+    mine = os.nice(0)
+    with Workers.beside() as aside:
+        assert aside.submit(os.nice, 0)() == min(mine + workers.BESIDE_NICE, 19)
+    with Workers(2) as two:
+        assert two.submit(os.nice, 0)() == mine
