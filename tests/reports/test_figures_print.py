@@ -110,6 +110,7 @@ def test_no_text_is_smaller_than_7_points_at_print_size(drawn):
         assert not small, (plot.stem, small)
 
 
+@pytest.mark.slow
 def test_no_text_runs_off_the_figure(drawn):
     for plot in drawn:
         renderer = plot.figure.canvas.get_renderer()  # type: ignore[attr-defined]

@@ -233,6 +233,7 @@ def test_a_table_declaring_no_narrow_column_keeps_all_its_columns_one_column_wid
     assert "50.0" in narrow and "24" in narrow  # numbers, not the key column alone
 
 
+@pytest.mark.slow
 def test_every_narrow_table_of_the_recording_has_numbers(latex_report):
     for path in sorted(latex_report.glob("*_narrow.tex")):
         body = path.read_text().split("\\midrule", 1)[-1]

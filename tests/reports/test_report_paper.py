@@ -58,6 +58,7 @@ def compile_latex(folder: Path, body: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 def test_every_latex_table_and_pdf_figure_compiles(recorded_report, tmp_path):
     tables = sorted((recorded_report / "tables").glob("*.tex"))
     figures = sorted((recorded_report / "figures").glob("*.pdf"))
@@ -84,6 +85,7 @@ def test_hostile_text_compiles_too(tmp_path):
     assert result.returncode == 0, result.stdout[-3000:]
 
 
+@pytest.mark.slow
 def test_latex_has_caption_label_right_aligned_numbers_and_math_powers(recorded_report):
     latex = (recorded_report / "tables" / "pass_k_by_mode.tex").read_text()
     assert "\\caption{pass$^{k}$ over trials (model smollm2-135m" in latex
@@ -102,6 +104,7 @@ def png_dpi(data: bytes) -> float:
     return x * 0.0254
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["verdicts", "stop_correctness", "latency", "tokens", "decision_share"])
 def test_figures_print_at_200_dpi_or_more(recorded_report, name):
     data = (recorded_report / "figures" / f"{name}.png").read_bytes()
@@ -178,6 +181,7 @@ def test_by_scenario_draws_a_heatmap_not_a_column_of_bars():
     assert len(plots["verdicts"].figure.axes[0].get_yticklabels()) == 2 * len(recorded)  # the others: mode x policy
 
 
+@pytest.mark.slow
 def test_html_tables_scroll_only_sideways_and_numbers_do_not_wrap(recorded_report):
     html = (recorded_report / "report.html").read_text()
     tables = html.count('<table id="table-')
