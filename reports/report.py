@@ -23,7 +23,7 @@ from reports.prices import PriceTable
 from reports.provenance import provenance_warnings
 from reports.report_formats import FORMATS, default_out
 from reports.report_formats import parse_formats as parse_formats  # the CLI's and the API's check of --format
-from reports.run_page import RunPages, pages_meanwhile
+from reports.run_links import RunPages, pages_meanwhile
 from reports.runs_explorer import runs_table
 from reports.spectrum import spectrum_tables
 from reports.workers import Workers
@@ -140,7 +140,7 @@ def build_report(
 
     ``venue``: whose text and column widths the figures are drawn at (reports.figures.VENUES); ``figure_titles``:
     False leaves the figures untitled, for a paper whose captions say it. ``pages``: the run pages already started
-    for ``out`` (reports.run_page.pages_meanwhile: the CLI starts them before it imports this module); without
+    for ``out`` (reports.run_links.pages_meanwhile: the CLI starts them before it imports this module); without
     them, and with the html format, they are started here, before the traces are loaded."""
     folders = [Path(p) for p in paths]
     out = out if out is not None else default_out(folders)

@@ -14,32 +14,28 @@ from __future__ import annotations
 import hashlib
 import html
 import re
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 
 from harness.errors import UserInputError
 from harness.models.run_calls import ModelCall
 from harness.records.manifest import read_manifest
 from harness.records.run_path import workflow_path
-from harness.records.timeline import Ending, Timeline, build, scan, trace_path
+from harness.records.timeline import Ending, Timeline, build, scan
 from harness.scenario.mermaid import mermaid
 from harness.scenario.story_text import oracle_rows, rule_rows
 from harness.terminal import printable
 from reports import palette
+from reports.run_links import MAX_RUN_PAGES, RunLink, RunPages
 from reports.run_story import FolderFacts, RunExtras, StoryFinder, siblings_by_run
-from reports.workers import Workers
 from reports.workflow_svg import STYLE as WORKFLOW_STYLE
 from reports.workflow_svg import workflow_svg
 from reports.writing import write_whole
 
 RUNS_DIR = "runs"
-MAX_RUN_PAGES = 5_000  # past this, pages would outweigh the report; bench show opens any run instead
 DETAIL_CAP = 4_000  # characters of one detail line on a page
 MESSAGE_CAP = 40_000  # characters of one message or answer on a page
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}")
-_CELL = re.compile(r"<td([^>]*)>(\s*)([^<]*?)(\s*)</td>")
 
 # Each verdict's border in the palette's colour for it: the run page and the figures never disagree.
 VERDICT_STYLE = "".join(
@@ -85,14 +81,6 @@ table.story td:first-child { white-space: nowrap; color: #444; }
     + VERDICT_STYLE
     + WORKFLOW_STYLE
 )
-
-
-@dataclass(frozen=True)
-class RunLink:
-    """Where one run's page is, relative to the report folder."""
-
-    run_id: str
-    href: str
 
 
 class StoryBlocks:
@@ -335,49 +323,6 @@ def _ending_blocks(end: Ending | None) -> list[str]:
     return parts
 
 
-@dataclass(frozen=True)
-class RunPages:
-    """The run pages written, and how report.html's run ids link to them."""
-
-    written: list[Path]
-    links: list[RunLink]
-
-    def link(self, report: str, total: int) -> str:
-        """report.html's text with every run id in its tables and runs table opening its run's page; past
-        MAX_RUN_PAGES runs (``total``: the report's runs, complete or not), a note saying how to open a run instead."""
-        from reports.runs_explorer import with_run_pages  # here: the process writing the pages never imports pandas
-
-        pages: dict[str, str] = {}
-        for link in self.links:  # a run id in two folders links its first page
-            pages.setdefault(link.run_id, link.href)
-        return with_run_pages(link_report(report, self.links, total), pages)
-
-
-@contextmanager
-def pages_meanwhile(paths: Sequence[Path | str], out: Path) -> Iterator[Callable[[], RunPages]]:
-    """The run pages of the run folders (or traces.jsonl files) ``paths`` written under ``out`` by a process of
-    their own (reports.workers: forked; on one core, in the caller when the result is asked for) while the caller
-    goes on: it reads the traces itself, so it can start before the report has imported or loaded anything. The
-    call yielded waits for the pages; leaving the ``with`` ends the process. A path without a trace starts nothing
-    (no pages: the report refuses that path itself)."""
-    try:
-        sources = trace_files(paths)
-    except UserInputError:
-        yield lambda: RunPages([], [])
-        return
-    with Workers.beside() as aside:
-        yield aside.submit(write_run_pages, sources, out)
-
-
-def trace_files(paths: Sequence[Path | str]) -> list[str]:
-    """Each path's trace file, in order, a file named twice once: the files the report's loader reads."""
-    found: dict[Path, str] = {}
-    for path in paths:
-        file = trace_path(Path(path))
-        found.setdefault(file.resolve(), str(file))
-    return list(found.values())
-
-
 def write_run_pages(sources: Sequence[str], out: Path, library: Path | None = None) -> RunPages:
     """Writes a page per run of the traces files ``sources`` under ``out/runs/``; the result links report.html's
     text to them. They read the traces themselves (pages_meanwhile writes them in a process of their own).
@@ -393,13 +338,13 @@ def write_run_pages(sources: Sequence[str], out: Path, library: Path | None = No
     blocks = StoryBlocks()
     pending: list[tuple[Timeline, str, FolderFacts, list[str]]] = []
     if sum(_manifest_runs(Path(source).parent) for source in sources) > MAX_RUN_PAGES:
-        return RunPages([], [])  # the manifests count more runs than pages are written for: no trace read at all
+        return RunPages([], [], MAX_RUN_PAGES)  # the manifests count more runs than pages are for: no trace read
     for source in sources:
         path = Path(source)
         facts = FolderFacts(path.parent)
         found = scan(path, most=MAX_RUN_PAGES - len(pending))
         if found.over:
-            return RunPages([], [])
+            return RunPages([], [], MAX_RUN_PAGES)
         for run_id, events in found.runs.items():
             t = build(events, source=str(path), label=facts.label)
             name = _file_name(run_id, taken)
@@ -419,7 +364,7 @@ def write_run_pages(sources: Sequence[str], out: Path, library: Path | None = No
         target = out / RUNS_DIR / f"{name}.html"
         _put(target, page(t, extras=extras, blocks=blocks))
         written.append(target)
-    return RunPages(written, links)
+    return RunPages(written, links, MAX_RUN_PAGES)
 
 
 def _manifest_runs(folder: Path) -> int:
@@ -432,34 +377,6 @@ def _manifest_runs(folder: Path) -> int:
 
 def _cell(t: Timeline) -> tuple[str, str, str, str | None]:
     return (t.run.scenario, t.run.mode, t.run.model, t.gateway_policy)
-
-
-def link_report(text: str, links: list[RunLink], total: int) -> str:
-    """report.html with every run id in its tables linked to the run's page (the runs table is reports/html's)."""
-    by_id = {html.escape(link.run_id): link.href for link in links}
-
-    def linked(match: re.Match[str]) -> str:
-        attributes, before, content, after = match.groups()
-        first = content.split(" ", 1)[0]
-        href = by_id.get(first)
-        if href is None:
-            return match.group(0)
-        rest = content[len(first) :]
-        return f'<td{attributes}>{before}<a href="{html.escape(href)}">{first}</a>{rest}{after}</td>'
-
-    text = _CELL.sub(linked, text)
-    if links or not total:
-        return text
-    note = _no_pages_note(total)
-    return text.replace("</body>", note + "\n</body>", 1) if "</body>" in text else text + note
-
-
-def _no_pages_note(total: int) -> str:
-    """Past MAX_RUN_PAGES no page is written: the report says how to open a run instead (its runs table stays)."""
-    return (
-        f'<p class="note" id="no-run-pages">{total:,} runs: per-run pages are written for reports of up to '
-        f"{MAX_RUN_PAGES:,} runs; open any run's timeline with <code>bench show DIR --run ID</code>.</p>"
-    )
 
 
 def _file_name(run_id: str, taken: set[str]) -> str:

@@ -11,15 +11,16 @@ import sys
 from harness.models import RECORDED_MODEL
 from reports import run_page
 from reports.report import build_report
-from reports.run_page import RunLink, RunPages, pages_meanwhile
+from reports.run_links import RunLink, RunPages, pages_meanwhile
 from tests.helpers.bench import ROOT
 from tests.helpers.report_fixtures import Run, write_runs
 
 
-def test_what_starts_the_run_pages_imports_neither_pandas_nor_matplotlib():
+def test_what_starts_the_run_pages_imports_neither_pandas_nor_matplotlib_nor_what_writing_them_needs():
     code = (
-        "import sys, harness.cli.app, reports.run_page, reports.report_formats; "
-        "print(sorted(m for m in ('pandas', 'pyarrow', 'matplotlib') if m in sys.modules))"
+        "import sys, harness.cli.app, reports.run_links, reports.report_formats; "
+        "heavy = ('pandas', 'pyarrow', 'matplotlib', 'reports.run_page', 'jsonschema'); "
+        "print(sorted(m for m in heavy if m in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert done.stdout.strip() == "[]"
@@ -53,7 +54,7 @@ def test_run_pages_stop_at_the_first_run_past_the_limit_when_no_manifest_counts_
     monkeypatch.setattr(run_page, "MAX_RUN_PAGES", 3)
     assert len(run_page.write_run_pages([str(folder / "traces.jsonl")], tmp_path / "all").written) == 3
     monkeypatch.setattr(run_page, "MAX_RUN_PAGES", 2)
-    assert run_page.write_run_pages([str(folder / "traces.jsonl")], tmp_path / "none") == RunPages([], [])
+    assert run_page.write_run_pages([str(folder / "traces.jsonl")], tmp_path / "none") == RunPages([], [], 2)
     assert not (tmp_path / "none").exists()
 
 
@@ -66,4 +67,4 @@ def test_run_pages_past_the_runs_a_manifest_counts_read_no_trace(tmp_path, monke
         raise AssertionError("a trace was read")
 
     monkeypatch.setattr(run_page, "scan", unread)
-    assert run_page.write_run_pages([str(folder / "traces.jsonl")], tmp_path / "out") == RunPages([], [])
+    assert run_page.write_run_pages([str(folder / "traces.jsonl")], tmp_path / "out") == RunPages([], [], 899)

@@ -57,7 +57,7 @@ def report_command(
 ) -> None:
     """Tables, figures and a self-contained HTML page from the traces of one or more runs."""
     from reports.report_formats import default_out, parse_formats
-    from reports.run_page import pages_meanwhile
+    from reports.run_links import pages_meanwhile
 
     wanted = parse_formats(formats)
     price_table = None
