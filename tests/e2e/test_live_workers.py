@@ -111,7 +111,7 @@ def test_local_model_workers_share_the_one_server_the_driver_started(tmp_path):
     before = llama_servers()
     seen: list[int] = []
     spec = RunSpec(
-        model="local", modes=("react",), scenarios=("blog_brief_approval",), trials=4, workers=2, concurrency=2
+        model="local", modes=("react",), scenarios=("blog_brief_approval",), trials=2, workers=2, concurrency=2
     )
     result = run(
         spec.model_copy(update={"out": tmp_path / "local"}),
