@@ -20,6 +20,7 @@ def plots(size: figs.Size) -> list[figs.Plot]:
     return figs.all_plots(metrics, {}, figure_context(prepared.runs, metrics), size=size)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", figs.SIZES, ids=["double", "column"])
 def test_a_figure_laid_out_beforehand_writes_the_files_savefig_would_lay_out_itself(size):
     """Full width the layout is worked out with the PNG's renderer and kept for its PDF; one column wide, with the

@@ -120,6 +120,7 @@ def test_no_text_runs_off_the_figure(drawn):
             assert box.x0 >= page.x0 - 1 and box.x1 <= page.x1 + 1, (plot.stem, text.get_text())
 
 
+@pytest.mark.slow
 def test_every_panel_states_its_n_once(drawn):
     """Each panel's n is stated, in its title or, for a figure of one panel, in the figure's title; never the same
     statement twice (a panel counting other runs than the figure, the tokens' complete runs, says its own)."""
@@ -136,6 +137,7 @@ def test_every_panel_states_its_n_once(drawn):
 N_STATED = re.compile(r"n = [\d,]+ [a-z ]+")  # "n = 814 judged runs", "n = 2073 calls"
 
 
+@pytest.mark.slow
 def test_latency_is_in_seconds_with_few_ticks(drawn):
     plot = next(p for p in drawn if p.name == "latency")
     for ax in plot.figure.axes:
@@ -187,6 +189,7 @@ def test_no_two_meanings_share_a_colour_in_one_report():
     assert set(palette.DECISION_MAKERS) == set(get_args(DecisionMaker))  # every decision maker has its colour
 
 
+@pytest.mark.slow
 def test_the_figures_draw_only_palette_colours_for_meanings(drawn):
     """Every filled bar is a palette colour (or white under a hatch): no figure picks a colour of its own."""
     allowed = {palette_rgb(c) for c in palette.MEANINGS.values()} | {palette_rgb("white")}

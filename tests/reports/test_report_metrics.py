@@ -8,7 +8,6 @@ import statistics
 
 import numpy as np
 import pytest
-from scipy.stats import binomtest
 
 from reports import load_traces
 from reports.metrics import classify_runs, compute
@@ -99,6 +98,8 @@ def traces(tmp_path):
 
 
 def test_infrastructure_runs_are_out_of_the_correctness_denominator(traces):
+    from scipy.stats import binomtest  # an independent oracle, imported where used
+
     react = compute(traces).by_key()[("react", "enforce")]
     assert react.runs == 11 and react.infrastructure == 2 and react.judged == 9
     # 3 correct of 8 ordinary runs; the parse-error run is the mode's (the model's) failure and is judged.

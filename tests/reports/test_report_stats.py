@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy.stats import binomtest, fisher_exact
 
 from reports.stats import fisher_less, holm, linear_percentiles, mcnemar_exact, pass_hat_k, spread, wilson
 
@@ -19,6 +18,8 @@ from reports.stats import fisher_less, holm, linear_percentiles, mcnemar_exact, 
     "successes,n", [(0, 1), (1, 1), (0, 5), (4, 5), (5, 5), (3, 10), (17, 20), (1, 40), (250, 1000)]
 )
 def test_wilson_matches_scipy(successes, n):
+    from scipy.stats import binomtest  # an independent oracle, imported where used
+
     expected = binomtest(successes, n).proportion_ci(confidence_level=0.95, method="wilson")
     got = wilson(successes, n)
     assert got.rate == successes / n
@@ -97,6 +98,8 @@ def test_spread_of_nothing_and_of_one():
     ],
 )
 def test_fisher_less_matches_scipy(sa, na, sb, nb):
+    from scipy.stats import fisher_exact  # an independent oracle, imported where used
+
     # rows: B then A; columns: success, failure. "less": B's odds of success are lower than A's.
     _, expected = fisher_exact([[sb, nb - sb], [sa, na - sa]], alternative="less")
     assert fisher_less(sa, na, sb, nb) == pytest.approx(expected, rel=1e-9, abs=1e-12)
@@ -109,6 +112,8 @@ def test_fisher_less_by_hand_and_undefined_without_runs():
 
 
 def test_mcnemar_exact_by_hand():
+    from scipy.stats import binomtest  # an independent oracle, imported where used
+
     # 1 pair only A got right, 6 only B: under no difference the 7 discordant pairs split as Binomial(7, 1/2);
     # two-sided p = 2 x P(X >= 6) = 2 x (C(7,6) + C(7,7)) / 2^7 = 16/128.
     assert mcnemar_exact(1, 6) == 0.125 == mcnemar_exact(6, 1)
