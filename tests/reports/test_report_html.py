@@ -212,6 +212,7 @@ def test_every_table_header_and_row_is_visible_at_1400_px(report, tmp_path):
     assert found["hidden"] == []
 
 
+@pytest.mark.slow
 def test_the_page_keeps_nothing_in_fixed_height_boxes_and_uses_the_window_width(report):
     text = (report.out / "report.html").read_text()
     style = re.search(r"<style>(.*?)</style>", text, re.S)
@@ -220,6 +221,7 @@ def test_the_page_keeps_nothing_in_fixed_height_boxes_and_uses_the_window_width(
     assert "@media print" in style.group(1)
 
 
+@pytest.mark.slow
 def test_the_table_of_contents_links_every_table_figure_and_the_runs_table(report):
     text = (report.out / "report.html").read_text()
     toc = re.search(r'<nav class="toc".*?</nav>', text, re.S)
@@ -303,6 +305,7 @@ def test_a_large_folder_embeds_at_most_the_cap_draws_a_step_at_a_time_and_prints
     assert len(printed["rows"]) == 40  # a printout holds every matching row, not the first step
 
 
+@pytest.mark.slow
 def test_a_hostile_run_id_cannot_close_the_embedded_script(report):
     runs = classify_runs(load_traces([report.out.parent / "timed"]))
     runs["run_id"] = runs["run_id"].astype(str)
