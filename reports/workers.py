@@ -23,6 +23,8 @@ from multiprocessing import get_context
 from types import TracebackType
 from typing import Any, TypeVar
 
+from harness.lifetime import die_with
+
 T = TypeVar("T")
 BESIDE_NICE = 5  # how much lower the priority of a job beside the caller is (os.nice; docs/development.md)
 
@@ -65,7 +67,14 @@ class Workers:
 
 
 def _forked(count: int, nice: int = 0) -> Executor:
-    return ProcessPoolExecutor(count, mp_context=get_context("fork"), initializer=os.nice, initargs=(nice,))
+    return ProcessPoolExecutor(count, mp_context=get_context("fork"), initializer=_start, initargs=(os.getpid(), nice))
+
+
+def _start(parent: int, nice: int) -> None:
+    """A worker ends with the report that forked it (a report killed mid-way leaves no worker writing on), at the
+    priority asked for."""
+    die_with(parent)
+    os.nice(nice)
 
 
 def cores() -> int:

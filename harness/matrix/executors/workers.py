@@ -29,7 +29,6 @@ import multiprocessing
 import os
 import queue
 import signal
-import sys
 import threading
 import time
 from collections import deque
@@ -42,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.core.signals import RunInterrupted, StopRequest
 from harness.errors import UserInputError, WriteFailed
+from harness.lifetime import die_with
 from harness.matrix.cell.units import Cell
 from harness.matrix.executors import frames
 from harness.matrix.executors.base import EXECUTORS, MatrixRun
@@ -364,7 +364,7 @@ def worker_main(commands: Any, results: Any, index: int) -> None:
         return
     if not isinstance(setup, WorkerSetup):  # stopped before it began (the driver sends the setup first)
         return
-    _die_with(setup.driver_pid)
+    die_with(setup.driver_pid)
     lock = threading.Lock()
 
     def send(message: object) -> None:
@@ -468,16 +468,3 @@ def _listen(inbox: int, waiting: queue.Queue[list[UnitKey] | None], stop: StopRe
                     stop.request(signal.SIGTERM)
             return
         waiting.put(command)
-
-
-def _die_with(driver_pid: int) -> None:
-    """Linux: this process gets SIGKILL when its driver dies, so no worker outlives a killed matrix."""
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes
-
-    with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    if os.getppid() != driver_pid:  # the driver died before the signal was armed
-        os._exit(1)
