@@ -10,6 +10,9 @@ Before its first fork a pool freezes the garbage collector's view of every objec
 until the pool ends: a worker's collections then never walk the objects it inherited, so the pages holding them stay
 shared rather than each copied into the worker (about a third fewer page faults in the workers of the recording's
 report).
+
+Every worker dies with the report that forked it (harness.lifetime: PR_SET_PDEATHSIG on Linux): a report killed
+mid-way leaves no worker writing on, nor an idle one waiting on its queue for ever.
 """
 
 from __future__ import annotations
